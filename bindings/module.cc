@@ -1,0 +1,23 @@
+// tubemq._core: the private native module behind the tubemq package. One file per
+// concept; this one only assembles them. Importing it starts no thread.
+#include <pybind11/pybind11.h>
+
+#include "tubemq/version.h"
+
+namespace py = pybind11;
+
+namespace tubemq::bindings {
+void RegisterErrors(py::module_& module);
+void RegisterLogging(py::module_& module);
+void RegisterService(py::module_& module);
+void RegisterProducer(py::module_& module);
+}  // namespace tubemq::bindings
+
+PYBIND11_MODULE(_core, module) {
+  module.doc() = "Native core of the tubemq package (private; use the tubemq package).";
+  module.attr("__version__") = tubemq::kVersion;
+  tubemq::bindings::RegisterErrors(module);
+  tubemq::bindings::RegisterLogging(module);
+  tubemq::bindings::RegisterService(module);
+  tubemq::bindings::RegisterProducer(module);
+}

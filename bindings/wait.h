@@ -1,0 +1,52 @@
+// The one way the bindings wait for the core: with the GIL released, in slices of at
+// most 50 ms, checking for signals between slices so that Ctrl-C interrupts any
+// blocking call promptly (design.md §2).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <chrono>
+#include <future>
+#include <optional>
+
+#include "errors.h"
+#include "tubemq/status.h"
+
+namespace tubemq::bindings {
+
+inline constexpr std::chrono::milliseconds kWaitSlice{50};
+
+// Waits for `future`; `timeout_s` of None waits for as long as it takes. Raises the
+// pending Python exception on a signal (KeyboardInterrupt), TimeoutError on timeout.
+template <typename T>
+T WaitFor(std::future<T>& future, std::optional<double> timeout_s, const char* what) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const std::optional<Clock::time_point> deadline =
+      timeout_s ? std::optional<Clock::time_point>(
+                      start + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(*timeout_s)))
+                : std::nullopt;
+  for (;;) {
+    auto slice = kWaitSlice;
+    if (deadline) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+      slice = std::max(std::chrono::milliseconds(0), std::min(slice, left));
+    }
+    std::future_status state;
+    {
+      pybind11::gil_scoped_release release;
+      state = future.wait_for(slice);
+    }
+    if (state == std::future_status::ready) return future.get();
+    if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
+    if (deadline && Clock::now() >= *deadline) {
+      ThrowStatus(Status(ErrorCode::kRequestTimeout,
+                         std::string(what) + " did not complete within " +
+                             std::to_string(*timeout_s) + " s"));
+    }
+  }
+}
+
+}  // namespace tubemq::bindings

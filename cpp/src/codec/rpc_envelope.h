@@ -1,0 +1,48 @@
+// The RPC envelope (protocol.md §1.3, §2): a request payload is three length-delimited
+// protobuf messages (RpcConnHeader, RequestHeader, RequestBody); a response payload is
+// RpcConnHeader, ResponseHeader, then either RspResponseBody or RspExceptionBody.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "codec/rpc_methods.h"
+#include "tubemq/status.h"
+
+namespace tubemq::codec {
+
+// Builds a request payload. `server_timeout_ms` goes into RequestBody.timeout, which
+// the server uses to drop requests it could not answer in time: it must be positive,
+// because a missing timeout makes the server drop every request (protocol.md §2.6).
+std::string EncodeRequestPayload(Method method, int64_t server_timeout_ms,
+                                 std::string_view request_body);
+
+enum class ResponseStatus : int32_t { kSuccess = 0, kError = 1, kFatal = 2 };
+
+struct RpcReply {
+  ResponseStatus status = ResponseStatus::kSuccess;
+  int32_t method = 0;
+  std::string data;               // the method response (status == kSuccess)
+  std::string exception_name;     // the Java class name (otherwise)
+  std::string exception_message;  // "stackTrace", which really holds the message text
+};
+
+// Parses a response payload. A payload that does not follow the envelope rules gives
+// kProtocolError. An exception response parses fine (status != kSuccess).
+Status DecodeResponsePayload(std::string_view payload, RpcReply& reply);
+
+// For tests and for fake servers: the inverse operations.
+std::string EncodeSuccessResponsePayload(int32_t method, std::string_view data);
+std::string EncodeExceptionResponsePayload(ResponseStatus status, std::string_view name,
+                                           std::string_view message);
+struct RpcRequestView {
+  ServiceType service = ServiceType::kMaster;
+  int32_t protocol_version = 0;
+  int32_t method = 0;
+  int64_t timeout_ms = 0;
+  std::string body;
+};
+Status DecodeRequestPayload(std::string_view payload, RpcRequestView& request);
+
+}  // namespace tubemq::codec

@@ -1,0 +1,255 @@
+#include "net/client_connection.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "log/log.h"
+
+namespace tubemq::net {
+namespace {
+
+constexpr size_t kReadChunkSize = 64 * 1024;
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             ClientConnection::Clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::shared_ptr<ClientConnection> ClientConnection::Create(asio::io_context& io,
+                                                           Endpoint endpoint,
+                                                           ConnectionOptions options) {
+  return std::make_shared<ClientConnection>(PrivateTag{}, io, std::move(endpoint), options);
+}
+
+ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, Endpoint endpoint,
+                                   ConnectionOptions options)
+    : strand_(asio::make_strand(io)),
+      resolver_(strand_),
+      socket_(strand_),
+      connect_timer_(strand_),
+      endpoint_(std::move(endpoint)),
+      options_(options),
+      reader_(options.frame_limits),
+      read_buffer_(kReadChunkSize),
+      last_activity_ns_(NowNanos()) {}
+
+ClientConnection::~ClientConnection() = default;
+
+ClientConnection::Clock::time_point ClientConnection::last_activity() const {
+  return Clock::time_point(std::chrono::nanoseconds(last_activity_ns_.load()));
+}
+
+void ClientConnection::Touch() { last_activity_ns_.store(NowNanos()); }
+
+void ClientConnection::Call(std::string payload, std::chrono::milliseconds timeout,
+                            Callback callback) {
+  // Framing happens on the caller's thread; only the serial number is patched in on
+  // the strand, once it is known to be unique among the pending requests.
+  std::string frame = codec::EncodeFrame(0, payload);
+  asio::post(strand_, [self = shared_from_this(), frame = std::move(frame), timeout,
+                       callback = std::move(callback)]() mutable {
+    if (self->state_ == State::kClosed) {
+      callback(self->close_reason_, codec::RpcReply{});
+      return;
+    }
+    const int32_t serial = self->NextSerial();
+    codec::PatchFrameSerial(frame, serial);
+    auto deadline = std::make_unique<asio::steady_timer>(self->strand_, timeout);
+    deadline->async_wait([weak = std::weak_ptr<ClientConnection>(self), serial,
+                          timeout](const asio::error_code& error) {
+      auto connection = weak.lock();
+      if (error || !connection) return;
+      connection->Complete(serial,
+                           Status(ErrorCode::kRequestTimeout,
+                                  "no reply from " + connection->endpoint_.ToString() + " within " +
+                                      std::to_string(timeout.count()) + " ms"),
+                           codec::RpcReply{});
+    });
+    self->pending_.emplace(serial, Pending{std::move(callback), std::move(deadline)});
+    self->pending_count_.store(self->pending_.size(), std::memory_order_relaxed);
+    self->Enqueue(std::move(frame));
+  });
+}
+
+int32_t ClientConnection::NextSerial() {
+  // Serial numbers only need to be unique among pending requests; the counter wraps
+  // around freely and skips any value still waiting for its reply.
+  int32_t serial;
+  do {
+    serial = static_cast<int32_t>(next_serial_++);
+  } while (pending_.count(serial) != 0);
+  return serial;
+}
+
+void ClientConnection::Enqueue(std::string frame) {
+  write_queue_.push_back(std::move(frame));
+  if (state_ == State::kIdle) {
+    StartConnect();
+  } else if (state_ == State::kOpen) {
+    WriteNext();
+  }
+}
+
+void ClientConnection::StartConnect() {
+  state_ = State::kConnecting;
+  connect_timer_.expires_after(options_.connect_timeout);
+  connect_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+    if (error || self->state_ != State::kConnecting) return;
+    self->Fail(Status(ErrorCode::kConnectFailed,
+                      "connect to " + self->endpoint_.ToString() + " timed out after " +
+                          std::to_string(self->options_.connect_timeout.count()) + " ms"));
+  });
+  resolver_.async_resolve(
+      endpoint_.host, std::to_string(endpoint_.port),
+      [self = shared_from_this()](const asio::error_code& error,
+                                  asio::ip::tcp::resolver::results_type results) {
+        self->OnResolved(error, std::move(results));
+      });
+}
+
+void ClientConnection::OnResolved(const asio::error_code& error,
+                                  asio::ip::tcp::resolver::results_type results) {
+  if (state_ != State::kConnecting) return;
+  if (error) {
+    Fail(Status(ErrorCode::kConnectFailed,
+                "cannot resolve " + endpoint_.host + ": " + error.message()));
+    return;
+  }
+  asio::async_connect(socket_, results,
+                      [self = shared_from_this()](const asio::error_code& connect_error,
+                                                  const asio::ip::tcp::endpoint&) {
+                        self->OnConnected(connect_error);
+                      });
+}
+
+void ClientConnection::OnConnected(const asio::error_code& error) {
+  if (state_ != State::kConnecting) return;
+  connect_timer_.cancel();
+  if (error) {
+    Fail(Status(ErrorCode::kConnectFailed,
+                "cannot connect to " + endpoint_.ToString() + ": " + error.message()));
+    return;
+  }
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  state_ = State::kOpen;
+  Touch();
+  TUBEMQ_LOG_DEBUG("connected to " << endpoint_.ToString());
+  ReadNext();
+  WriteNext();
+}
+
+void ClientConnection::WriteNext() {
+  if (writing_ || write_queue_.empty() || state_ != State::kOpen) return;
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(write_queue_.front()),
+                    [self = shared_from_this()](const asio::error_code& error, size_t) {
+                      self->writing_ = false;
+                      if (self->state_ != State::kOpen) return;
+                      if (error) {
+                        self->Fail(Status(ErrorCode::kConnectionClosed,
+                                          "write to " + self->endpoint_.ToString() +
+                                              " failed: " + error.message()));
+                        return;
+                      }
+                      self->Touch();
+                      self->write_queue_.pop_front();
+                      self->WriteNext();
+                    });
+}
+
+void ClientConnection::ReadNext() {
+  socket_.async_read_some(asio::buffer(read_buffer_),
+                          [self = shared_from_this()](const asio::error_code& error,
+                                                      size_t bytes) { self->OnRead(error, bytes); });
+}
+
+void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
+  if (state_ != State::kOpen) return;
+  if (error) {
+    const bool mid_frame = reader_.InsideFrame();
+    std::string what = error == asio::error::eof ? "closed by the peer" : error.message();
+    if (mid_frame) what += " in the middle of a frame";
+    Fail(Status(ErrorCode::kConnectionClosed,
+                "connection to " + endpoint_.ToString() + " " + what));
+    return;
+  }
+  Touch();
+  frames_.clear();
+  Status status = reader_.Feed(read_buffer_.data(), bytes, frames_);
+  // Frames completed before a framing error are still answered.
+  for (codec::Frame& frame : frames_) {
+    Dispatch(frame);
+    if (state_ != State::kOpen) return;
+  }
+  if (!status.ok()) {
+    Fail(Status(ErrorCode::kProtocolError,
+                "protocol error from " + endpoint_.ToString() + ": " + status.message()));
+    return;
+  }
+  ReadNext();
+}
+
+void ClientConnection::Dispatch(codec::Frame& frame) {
+  codec::RpcReply reply;
+  Status status = codec::DecodeResponsePayload(frame.payload, reply);
+  if (!status.ok()) {
+    // An unparsable reply means the peer does not speak our protocol (or the stream
+    // is corrupt): nothing later on this connection can be trusted.
+    Fail(Status(ErrorCode::kProtocolError,
+                "protocol error from " + endpoint_.ToString() + ": " + status.message()));
+    return;
+  }
+  // A reply nobody waits for (timed out, or duplicated by a stopping server) is
+  // dropped without fuss (protocol.md §1.5).
+  Complete(frame.serial, Status::OK(), std::move(reply));
+}
+
+void ClientConnection::Complete(int32_t serial, const Status& status, codec::RpcReply&& reply) {
+  auto it = pending_.find(serial);
+  if (it == pending_.end()) return;
+  Pending pending = std::move(it->second);
+  pending_.erase(it);
+  pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  pending.deadline->cancel();
+  try {
+    pending.callback(status, std::move(reply));
+  } catch (const std::exception& e) {
+    TUBEMQ_LOG_ERROR("request callback threw: " << e.what());
+  } catch (...) {
+    TUBEMQ_LOG_ERROR("request callback threw a non-standard exception");
+  }
+}
+
+void ClientConnection::Close(Status reason) {
+  asio::post(strand_, [self = shared_from_this(), reason = std::move(reason)]() mutable {
+    self->Fail(std::move(reason));
+  });
+}
+
+void ClientConnection::Fail(Status reason) {
+  if (state_ == State::kClosed) return;
+  if (state_ != State::kIdle) {
+    TUBEMQ_LOG_INFO("closing connection to " << endpoint_.ToString() << ": " << reason.message());
+  }
+  state_ = State::kClosed;
+  close_reason_ = reason;
+  closed_.store(true, std::memory_order_release);
+  asio::error_code ignored;
+  connect_timer_.cancel();
+  resolver_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  write_queue_.clear();
+  // Complete every pending request exactly once, in serial order for determinism.
+  std::vector<int32_t> serials;
+  serials.reserve(pending_.size());
+  for (const auto& entry : pending_) serials.push_back(entry.first);
+  std::sort(serials.begin(), serials.end());
+  for (int32_t serial : serials) Complete(serial, reason, codec::RpcReply{});
+}
+
+}  // namespace tubemq::net

@@ -1,0 +1,131 @@
+// The public Producer: owns the service lease (taken and given back on application
+// threads) and forwards to Producer::Impl, whose lifetime callbacks may extend.
+#include "tubemq/producer.h"
+
+#include <unistd.h>
+
+#include "producer/producer_impl.h"
+
+namespace tubemq {
+namespace {
+
+std::future<Status> Ready(Status status) {
+  std::promise<Status> promise;
+  promise.set_value(std::move(status));
+  return promise.get_future();
+}
+
+// Turns a promise into the completion callback the Impl takes.
+std::pair<std::future<Status>, Producer::Impl::Done> MakeCompletion() {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  return {std::move(future), [promise](const Status& status) { promise->set_value(status); }};
+}
+
+Status ValidateConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters) {
+  Status status = net::ParseEndpointList(config.masters, masters);
+  if (!status.ok()) return status;
+  const auto positive = [](int64_t value, const char* name) {
+    return value > 0 ? Status::OK()
+                     : Status(ErrorCode::kInvalidArgument,
+                              std::string(name) + " must be positive, got " +
+                                  std::to_string(value));
+  };
+  for (const Status& check :
+       {positive(config.rpc_timeout_ms, "rpc_timeout_ms"),
+        positive(config.connect_timeout_ms, "connect_timeout_ms"),
+        positive(config.heartbeat_period_ms, "heartbeat_period_ms"),
+        positive(config.register_attempts, "register_attempts"),
+        positive(config.register_retry_wait_ms, "register_retry_wait_ms")}) {
+    if (!check.ok()) return check;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+struct Producer::Shell {
+  Status construction;
+  int pid = getpid();
+  std::unique_ptr<service::ServiceLease> lease;
+};
+
+Producer::Producer(ClientConfig config) : shell_(std::make_unique<Shell>()) {
+  std::vector<net::Endpoint> masters;
+  shell_->construction = ValidateConfig(config, masters);
+  if (!shell_->construction.ok()) return;
+  shell_->lease = std::make_unique<service::ServiceLease>();
+  impl_ = std::make_shared<Impl>(std::move(config), std::move(masters),
+                                 shell_->lease->engine_ptr());
+}
+
+Producer::~Producer() {
+  if (!impl_) return;
+  if (getpid() != shell_->pid) {
+    // Created before fork(): its timers and sockets belong to the parent's engine,
+    // which the child must not touch. Keep everything alive, untouched.
+    service::TubeMQService::Instance().KeepForever(impl_);
+    shell_->lease.reset();
+    return;
+  }
+  // Best effort when the application did not close: unregister, briefly.
+  auto closed = Close();
+  closed.wait_for(std::chrono::milliseconds(500));
+  ReleaseService();
+}
+
+Status Producer::Usable() const {
+  if (!shell_->construction.ok()) return shell_->construction;
+  if (getpid() != shell_->pid) {
+    return Status(ErrorCode::kForkedClient,
+                  "this producer was created in process " + std::to_string(shell_->pid) +
+                      " before fork(); create a new client in the child process");
+  }
+  return Status::OK();
+}
+
+std::future<Status> Producer::Start() {
+  Status usable = Usable();
+  if (!usable.ok()) return Ready(usable);
+  auto [future, done] = MakeCompletion();
+  impl_->Start(std::move(done));
+  return std::move(future);
+}
+
+std::future<Status> Producer::Publish(std::vector<std::string> topics) {
+  Status usable = Usable();
+  if (!usable.ok()) return Ready(usable);
+  auto [future, done] = MakeCompletion();
+  impl_->Publish(std::move(topics), std::move(done));
+  return std::move(future);
+}
+
+std::vector<PartitionInfo> Producer::Partitions(const std::string& topic) const {
+  return impl_ ? impl_->Partitions(topic) : std::vector<PartitionInfo>{};
+}
+
+std::vector<std::string> Producer::PublishedTopics() const {
+  return impl_ ? impl_->PublishedTopics() : std::vector<std::string>{};
+}
+
+std::future<Status> Producer::Close() {
+  Status usable = Usable();
+  if (!usable.ok()) return Ready(usable.code() == ErrorCode::kInvalidArgument ? Status::OK()
+                                                                               : usable);
+  auto [future, done] = MakeCompletion();
+  impl_->Close(std::move(done));
+  return std::move(future);
+}
+
+void Producer::ReleaseService() {
+  if (shell_->lease && getpid() == shell_->pid) shell_->lease->Release();
+}
+
+const std::string& Producer::client_id() const {
+  static const std::string kNone;
+  return impl_ ? impl_->client_id() : kNone;
+}
+
+Producer::Counters Producer::counters() const { return impl_ ? impl_->counters() : Counters{}; }
+
+}  // namespace tubemq

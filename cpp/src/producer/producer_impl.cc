@@ -1,0 +1,351 @@
+#include "producer/producer_impl.h"
+
+#include "MasterService.pb.h"
+#include "log/log.h"
+#include "meta/client_id.h"
+#include "tubemq/version.h"
+
+namespace tubemq {
+namespace {
+
+using codec::Method;
+
+void CallAll(std::vector<Producer::Impl::Done>& waiters, const Status& status) {
+  for (auto& waiter : waiters) waiter(status);
+  waiters.clear();
+}
+
+Status MasterError(const char* what, int32_t code, const std::string& message) {
+  return Status(static_cast<ErrorCode>(code),
+                std::string(what) + " refused by the master: " + message);
+}
+
+}  // namespace
+
+Producer::Impl::Impl(ClientConfig config, std::vector<net::Endpoint> masters,
+                     std::shared_ptr<service::IoEngine> engine)
+    : config_(std::move(config)),
+      local_host_(config_.local_host.empty() ? meta::LocalIPv4() : config_.local_host),
+      client_id_(meta::MakeClientId("", local_host_)),
+      engine_(std::move(engine)),
+      master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
+      heartbeat_timer_(
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-heartbeat")) {}
+
+// --- register ----------------------------------------------------------------------
+
+void Producer::Impl::Start(Done done) {
+  State previous;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    previous = state_;
+    if (state_ == State::kNew) state_ = State::kStarting;
+  }
+  if (previous != State::kNew) {
+    const bool running = previous == State::kRunning || previous == State::kStarting;
+    done(running ? Status::OK() : Status(ErrorCode::kClientShutdown, "the producer is closed"));
+    return;
+  }
+  Register(config_.register_attempts, [self = shared_from_this(), done](const Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      if (self->state_ == State::kStarting) {
+        self->state_ = status.ok() ? State::kRunning : State::kNew;
+      }
+    }
+    if (status.ok()) {
+      const auto period = std::chrono::milliseconds(self->config_.heartbeat_period_ms);
+      std::weak_ptr<Impl> weak = self;
+      self->heartbeat_timer_->Start(period, period, [weak] {
+        if (auto impl = weak.lock()) impl->Heartbeat(nullptr);
+      });
+    }
+    done(status);
+  });
+}
+
+void Producer::Impl::Register(int attempts_left, Done done) {
+  pb::RegisterRequestP2M request;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request.set_clientid(client_id_);
+    for (const auto& topic : published_) request.add_topiclist(topic);
+    request.set_brokerchecksum(broker_checksum_);
+    request.set_hostname(local_host_);
+    request.set_jdkversion(std::string("tubemq-python/") + kVersion);
+    request.mutable_appdconfig()->set_configid(config_id_);
+  }
+  master_->Call(Method::kProducerRegister, request, rpc_timeout(),
+                [self = shared_from_this(), attempts_left, done](
+                    const Status& status, codec::RpcReply&& reply, size_t) {
+                  self->OnRegisterReply(status, std::move(reply), attempts_left, done);
+                });
+}
+
+void Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& reply,
+                                     int attempts_left, Done done) {
+  pb::RegisterResponseM2P response;
+  Status result = status.ok() ? service::ParseReply(reply, response) : status;
+  if (result.ok() && !response.success()) {
+    result = MasterError("producer registration", response.errcode(), response.errmsg());
+  }
+  if (result.ok()) {
+    ApplyBrokerList(response.brokerchecksum(),
+                    {response.brokerinfos().begin(), response.brokerinfos().end()});
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (response.has_authorizedinfo()) {
+      visit_token_ = response.authorizedinfo().visitauthorizedtoken();
+    }
+    if (response.has_appdconfig()) {
+      config_id_ = response.appdconfig().configid();
+      if (response.appdconfig().has_maxmsgsize()) {
+        max_message_size_ = response.appdconfig().maxmsgsize();
+      }
+    }
+    ++counters_.registrations;
+    TUBEMQ_LOG_INFO("producer " << client_id_ << " registered with "
+                                << master_->masters()[master_->current_index()].ToString());
+  }
+  // Only failures a retry can cure are retried; a refusal (bad request, auth) is final.
+  const bool retry = !result.ok() && attempts_left > 1 && IsRetriable(result.code_value());
+  if (!retry) {
+    done(result);
+    return;
+  }
+  TUBEMQ_LOG_WARN("producer registration failed (" << result.message() << "); retrying");
+  auto timer = std::make_shared<asio::steady_timer>(
+      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms));
+  timer->async_wait([self = shared_from_this(), timer, attempts_left, done](
+                        const asio::error_code&) {
+    bool closing;
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      closing = self->state_ == State::kClosing || self->state_ == State::kClosed;
+    }
+    if (closing) {
+      done(Status(ErrorCode::kClientShutdown, "the producer was closed while registering"));
+      return;
+    }
+    self->Register(attempts_left - 1, done);
+  });
+}
+
+void Producer::Impl::ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The master sends the list only when our version differs; a register reply always
+  // carries it. Replace, never merge (protocol.md §5.2).
+  if (checksum == broker_checksum_ && !brokers_.empty()) return;
+  Status first_error;
+  brokers_ = meta::ParseBrokerList(items, /*tls=*/false, &first_error);
+  broker_checksum_ = checksum;
+  if (!first_error.ok()) TUBEMQ_LOG_WARN("ignoring a bad broker entry: " << first_error.message());
+}
+
+// --- heartbeat ---------------------------------------------------------------------
+
+void Producer::Impl::Heartbeat(Done done) {
+  bool running = false;
+  bool send = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running = state_ == State::kRunning;
+    if (running) {
+      if (done) next_heartbeat_waiters_.push_back(std::move(done));
+      send = !heartbeat_in_flight_;
+      heartbeat_in_flight_ = true;
+    }
+  }
+  if (!running) {
+    if (done) done(Status(ErrorCode::kClientShutdown, "the producer is not running"));
+    return;
+  }
+  if (send) SendHeartbeat();
+}
+
+void Producer::Impl::SendHeartbeat() {
+  pb::HeartRequestP2M request;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& waiter : next_heartbeat_waiters_) {
+      current_heartbeat_waiters_.push_back(std::move(waiter));
+    }
+    next_heartbeat_waiters_.clear();
+    request.set_clientid(client_id_);
+    request.set_brokerchecksum(broker_checksum_);
+    request.set_hostname(local_host_);
+    for (const auto& topic : published_) request.add_topiclist(topic);
+    request.mutable_appdconfig()->set_configid(config_id_);
+  }
+  master_->Call(Method::kProducerHeartbeat, request, rpc_timeout(),
+                [self = shared_from_this()](const Status& status, codec::RpcReply&& reply,
+                                            size_t) {
+                  self->OnHeartbeatReply(status, std::move(reply));
+                });
+}
+
+void Producer::Impl::OnHeartbeatReply(const Status& status, codec::RpcReply&& reply) {
+  pb::HeartResponseM2P response;
+  Status result = status.ok() ? service::ParseReply(reply, response) : status;
+  if (result.ok() && !response.success()) {
+    if (response.errcode() == static_cast<int32_t>(ErrorCode::kHeartbeatNoNode)) {
+      // The master forgot us (timeout, or failover to another master): register
+      // again at once, then heartbeat again so waiters get topic data (behaviour.md §2.1).
+      TUBEMQ_LOG_INFO("master does not know producer " << client_id_ << "; re-registering");
+      // The waiters of this round stay with it: they get the answer of the heartbeat
+      // sent after re-registering, or the registration's error.
+      Register(1, [self = shared_from_this()](const Status& registered) {
+        if (registered.ok()) {
+          self->SendHeartbeat();
+        } else {
+          self->FinishHeartbeat(registered);
+        }
+      });
+      return;
+    }
+    result = MasterError("producer heartbeat", response.errcode(), response.errmsg());
+  }
+  if (result.ok() && response.errcode() != static_cast<int32_t>(ErrorCode::kNotReady)) {
+    if (response.brokerinfos_size() > 0) {
+      ApplyBrokerList(response.brokerchecksum(),
+                      {response.brokerinfos().begin(), response.brokerinfos().end()});
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (response.has_authorizedinfo()) {
+      visit_token_ = response.authorizedinfo().visitauthorizedtoken();
+    }
+    if (response.has_appdconfig()) {
+      config_id_ = response.appdconfig().configid();
+      if (response.appdconfig().has_maxmsgsize()) {
+        max_message_size_ = response.appdconfig().maxmsgsize();
+      }
+    }
+    // The topic map is replaced on every successful heartbeat (protocol.md §5.4).
+    std::map<std::string, meta::TopicPartitions> topics;
+    for (const std::string& info : response.topicinfos()) {
+      meta::TopicPartitions parsed;
+      Status parse = meta::ParseProducerTopicInfo(info, brokers_, parsed);
+      if (!parse.ok()) {
+        TUBEMQ_LOG_WARN(parse.message());
+        continue;
+      }
+      if (!parsed.partitions.empty()) topics[parsed.topic] = std::move(parsed);
+    }
+    topics_ = std::move(topics);
+  }
+  FinishHeartbeat(result);
+}
+
+void Producer::Impl::FinishHeartbeat(const Status& status) {
+  std::vector<Done> waiters;
+  bool again = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status.ok()) {
+      ++counters_.heartbeats_ok;
+    } else {
+      ++counters_.heartbeats_failed;
+      TUBEMQ_LOG_WARN("producer heartbeat failed: " << status.message());
+    }
+    waiters = std::move(current_heartbeat_waiters_);
+    current_heartbeat_waiters_.clear();
+    again = !next_heartbeat_waiters_.empty() && state_ == State::kRunning;
+    heartbeat_in_flight_ = again;
+  }
+  CallAll(waiters, status);
+  if (again) SendHeartbeat();
+}
+
+// --- publish -----------------------------------------------------------------------
+
+void Producer::Impl::Publish(std::vector<std::string> topics, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& topic : topics) published_.insert(topic);
+  }
+  Heartbeat([self = shared_from_this(), topics = std::move(topics), done](const Status& status) {
+    done(status.ok() ? self->CheckPublishable(topics) : status);
+  });
+}
+
+Status Producer::Impl::CheckPublishable(const std::vector<std::string>& topics) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& topic : topics) {
+    if (topics_.count(topic) == 0) {
+      return Status(ErrorCode::kTopicUnpublished,
+                    "topic '" + topic +
+                        "' is not publishable: the master lists no writable partition for it");
+    }
+  }
+  return Status::OK();
+}
+
+std::vector<PartitionInfo> Producer::Impl::Partitions(const std::string& topic) const {
+  std::vector<PartitionInfo> out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = topics_.find(topic);
+  if (found == topics_.end()) return out;
+  for (const meta::Partition& partition : found->second.partitions) {
+    PartitionInfo info;
+    info.key = partition.Key();
+    info.topic = partition.topic;
+    info.partition_id = partition.id;
+    info.broker_id = partition.broker.id;
+    info.broker_address = partition.broker.endpoint.ToString();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<std::string> Producer::Impl::PublishedTopics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {published_.begin(), published_.end()};
+}
+
+Producer::Counters Producer::Impl::counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counters_;
+}
+
+// --- close -------------------------------------------------------------------------
+
+void Producer::Impl::Close(Done done) {
+  bool registered = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == State::kClosing || state_ == State::kClosed) {
+      done(Status::OK());
+      return;
+    }
+    registered = state_ == State::kRunning;
+    state_ = State::kClosing;
+  }
+  heartbeat_timer_->Cancel();
+  auto finish = [self = shared_from_this(), done](const Status& status) {
+    std::vector<Done> waiters;
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->state_ = State::kClosed;
+      waiters = std::move(self->next_heartbeat_waiters_);
+      self->next_heartbeat_waiters_.clear();
+    }
+    CallAll(waiters, Status(ErrorCode::kClientShutdown, "the producer was closed"));
+    done(status);
+  };
+  if (!registered) {
+    finish(Status::OK());
+    return;
+  }
+  pb::CloseRequestP2M request;
+  request.set_clientid(client_id_);
+  master_->Call(Method::kProducerClose, request, rpc_timeout(),
+                [finish](const Status& status, codec::RpcReply&& reply, size_t) {
+                  pb::CloseResponseM2P response;
+                  Status result = status.ok() ? service::ParseReply(reply, response) : status;
+                  if (result.ok() && !response.success()) {
+                    result = MasterError("producer close", response.errcode(), response.errmsg());
+                  }
+                  finish(result);
+                });
+}
+
+}  // namespace tubemq

@@ -1,0 +1,84 @@
+// The producer's state machine (behaviour.md §2): register with the master, heartbeat
+// to learn the writable partitions of the published topics, unregister on close.
+//
+// State is guarded by one mutex that is never held while calling out (into the
+// network layer, or into a completion). Completions run on I/O threads.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "meta/broker_info.h"
+#include "meta/partition.h"
+#include "net/endpoint.h"
+#include "service/master_session.h"
+#include "service/periodic_timer.h"
+#include "service/tubemq_service.h"
+#include "tubemq/client_config.h"
+#include "tubemq/producer.h"
+
+namespace tubemq {
+
+class Producer::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  using Done = std::function<void(const Status&)>;
+
+  Impl(ClientConfig config, std::vector<net::Endpoint> masters,
+       std::shared_ptr<service::IoEngine> engine);
+
+  void Start(Done done);
+  void Publish(std::vector<std::string> topics, Done done);
+  void Close(Done done);
+
+  std::vector<PartitionInfo> Partitions(const std::string& topic) const;
+  std::vector<std::string> PublishedTopics() const;
+  Counters counters() const;
+  const std::string& client_id() const { return client_id_; }
+
+ private:
+  enum class State { kNew, kStarting, kRunning, kClosing, kClosed };
+
+  void Register(int attempts_left, Done done);
+  void OnRegisterReply(const Status& status, codec::RpcReply&& reply, int attempts_left,
+                       Done done);
+  // Queues `done` for the result of the next heartbeat that starts from now on.
+  void Heartbeat(Done done);
+  void SendHeartbeat();
+  void OnHeartbeatReply(const Status& status, codec::RpcReply&& reply);
+  void FinishHeartbeat(const Status& status);
+  void ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items);
+  Status CheckPublishable(const std::vector<std::string>& topics) const;
+  std::chrono::milliseconds rpc_timeout() const {
+    return std::chrono::milliseconds(config_.rpc_timeout_ms);
+  }
+
+  const ClientConfig config_;
+  const std::string local_host_;
+  const std::string client_id_;
+  std::shared_ptr<service::IoEngine> engine_;
+  std::shared_ptr<service::MasterSession> master_;
+  std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;
+
+  mutable std::mutex mutex_;
+  State state_ = State::kNew;
+  int64_t broker_checksum_ = -1;  // -1: no broker list applied yet
+  meta::BrokerMap brokers_;
+  std::map<std::string, meta::TopicPartitions> topics_;
+  std::set<std::string> published_;
+  int64_t config_id_ = -2;  // ApprovedClientConfig version; -2 = none yet
+  int64_t max_message_size_ = meta::kDefaultMaxMessageSize;
+  int64_t visit_token_ = -2;
+  bool heartbeat_in_flight_ = false;
+  std::vector<Done> next_heartbeat_waiters_;
+  std::vector<Done> current_heartbeat_waiters_;
+  Counters counters_;
+};
+
+}  // namespace tubemq

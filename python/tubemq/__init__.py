@@ -1,0 +1,1 @@
+"""tubemq: a Python client for Apache InLong TubeMQ with a native C++ core."""

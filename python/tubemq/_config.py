@@ -1,0 +1,146 @@
+"""Configuration: one schema per client kind, written once.
+
+The schema lists every key with its type, default, range and meaning. It validates what
+the user passes (unknown keys are refused with a close-match suggestion), builds the
+native config struct, and is what the documentation's configuration reference is
+generated from. Durations are integer milliseconds with an ``_ms`` suffix.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tubemq import _core
+from tubemq.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key."""
+
+    name: str
+    type: type | tuple[type, ...]
+    default: Any
+    doc: str
+    min: int | None = None
+    max: int | None = None
+    required: bool = False
+    # Normalises an already type-checked value; raises ValueError with the reason.
+    convert: Callable[[Any], Any] | None = None
+
+
+def _normalize_master(value: Any) -> str:
+    """Accepts "h:p,h:p" or a list of "h:p"; returns the comma-joined form."""
+    items = [value] if isinstance(value, str) else list(value)
+    entries: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"entries must be 'host:port' strings, got {type(item).__name__}")
+        entries.extend(part.strip() for part in item.split(",") if part.strip())
+    if not entries:
+        raise ValueError("no master address given")
+    for entry in entries:
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or ":" in host:
+            raise ValueError(f"'{entry}' is not host:port")
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError(f"'{entry}' has no valid port (1..65535)")
+    return ",".join(entries)
+
+
+# Keys every client has.
+CLIENT_KEYS: tuple[Key, ...] = (
+    Key("master", (str, list, tuple), None, "Master addresses: 'host:port,host:port' or a list of 'host:port'.",
+        required=True, convert=_normalize_master),
+    Key("rpc_timeout_ms", int, 10000, "Deadline of each request to a master or broker.",
+        min=500, max=600000),
+    Key("connect_timeout_ms", int, 3000, "Deadline of each TCP connect.", min=100, max=60000),
+    Key("heartbeat_period_ms", int, 10000,
+        "Interval of heartbeats to the master; keep it well below the master's client "
+        "timeout (30 s by default).", min=200, max=60000),
+    Key("register_attempts", int, 5,
+        "Rounds over the master list when registering at start.", min=1, max=100),
+    Key("register_retry_wait_ms", int, 1000, "Pause between registration rounds.",
+        min=1, max=60000),
+    Key("local_host", str, "",
+        "Address reported to the servers as this client's host; empty: the first "
+        "non-loopback IPv4 address."),
+)
+
+
+class Schema:
+    """A set of keys and the validation that goes with them."""
+
+    def __init__(self, kind: str, keys: Iterable[Key]) -> None:
+        self.kind = kind
+        self.keys = {key.name: key for key in keys}
+
+    def validate(self, config: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Merges a config dict and keyword overrides, checks them, fills defaults."""
+        merged: dict[str, Any] = {}
+        if config is not None:
+            if not isinstance(config, Mapping):
+                raise ConfigError(
+                    f"{self.kind} config must be a dict, got {type(config).__name__}")
+            merged.update(config)
+        merged.update(overrides)
+        for name in merged:
+            if not isinstance(name, str) or name not in self.keys:
+                raise ConfigError(self._unknown_key_message(name), key=str(name))
+        values: dict[str, Any] = {}
+        for key in self.keys.values():
+            if key.name not in merged or merged[key.name] is None:
+                if key.required:
+                    raise ConfigError(f"{self.kind} config needs '{key.name}': {key.doc}",
+                                      key=key.name)
+                values[key.name] = key.default
+                continue
+            values[key.name] = self._check(key, merged[key.name])
+        return values
+
+    def _unknown_key_message(self, name: object) -> str:
+        message = f"unknown {self.kind} config key {name!r}"
+        if isinstance(name, str):
+            close = difflib.get_close_matches(name, list(self.keys), n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        return message
+
+    def _check(self, key: Key, value: Any) -> Any:
+        expected = key.type if isinstance(key.type, tuple) else (key.type,)
+        # bool is an int in Python, but True is never a sensible timeout.
+        if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
+            names = " or ".join(t.__name__ for t in expected)
+            raise ConfigError(
+                f"{self.kind} config key '{key.name}' must be {names}, "
+                f"got {type(value).__name__} {value!r}", key=key.name)
+        if key.min is not None and value < key.min or key.max is not None and value > key.max:
+            raise ConfigError(
+                f"{self.kind} config key '{key.name}' must be within "
+                f"{key.min}..{key.max}, got {value!r}", key=key.name)
+        if key.convert is not None:
+            try:
+                value = key.convert(value)
+            except ValueError as error:
+                raise ConfigError(f"{self.kind} config key '{key.name}': {error}",
+                                  key=key.name) from None
+        return value
+
+
+PRODUCER_SCHEMA = Schema("producer", CLIENT_KEYS)
+
+
+def native_client_config(values: Mapping[str, Any]) -> _core.ClientConfig:
+    """The native struct for validated values."""
+    native = _core.ClientConfig()
+    native.masters = values["master"]
+    native.rpc_timeout_ms = values["rpc_timeout_ms"]
+    native.connect_timeout_ms = values["connect_timeout_ms"]
+    native.heartbeat_period_ms = values["heartbeat_period_ms"]
+    native.register_attempts = values["register_attempts"]
+    native.register_retry_wait_ms = values["register_retry_wait_ms"]
+    native.local_host = values["local_host"]
+    return native
