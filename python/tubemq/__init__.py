@@ -1,1 +1,48 @@
-"""tubemq: a Python client for Apache InLong TubeMQ with a native C++ core."""
+"""tubemq: the Python client for Apache InLong TubeMQ, on a native C++ core.
+
+Start here: :class:`Producer`, the exceptions in :mod:`tubemq.errors`, and the
+``tubemq cluster`` command for a local test cluster. Importing this package starts no
+thread and opens no connection.
+"""
+
+from tubemq import _core
+from tubemq.errors import (
+    AuthenticationError,
+    AuthorizationError,
+    ClientClosedError,
+    ConfigError,
+    ConnectionError,
+    ConsumerGroupConflictError,
+    ForkedClientError,
+    InvalidMessageError,
+    PartitionOccupiedError,
+    QueueFullError,
+    RemoteError,
+    ServerError,
+    TimeoutError,
+    TopicNotDeployedError,
+    TubeMQError,
+)
+from tubemq.producer import Producer
+
+__version__: str = _core.__version__
+
+__all__ = [
+    "AuthenticationError",
+    "AuthorizationError",
+    "ClientClosedError",
+    "ConfigError",
+    "ConnectionError",
+    "ConsumerGroupConflictError",
+    "ForkedClientError",
+    "InvalidMessageError",
+    "PartitionOccupiedError",
+    "Producer",
+    "QueueFullError",
+    "RemoteError",
+    "ServerError",
+    "TimeoutError",
+    "TopicNotDeployedError",
+    "TubeMQError",
+    "__version__",
+]

@@ -1,0 +1,44 @@
+"""What every client shares: the registry of live clients closed at interpreter exit.
+
+At exit, clients are closed first (their last log records included), then the log
+dispatcher stops after delivering what is left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import weakref
+from typing import Protocol
+
+from tubemq import _log
+
+
+class _Closable(Protocol):
+    def close(self, timeout: float | None = ...) -> None: ...
+
+
+# Weak, so that registering a client never keeps it alive.
+_live: weakref.WeakSet[_Closable] = weakref.WeakSet()
+
+# Bound on how long interpreter exit may wait for each client still open.
+EXIT_CLOSE_TIMEOUT_S = 2.0
+
+
+def track(client: _Closable) -> None:
+    _live.add(client)
+
+
+def untrack(client: _Closable) -> None:
+    _live.discard(client)
+
+
+def _close_all_at_exit() -> None:
+    for client in list(_live):
+        try:
+            client.close(timeout=EXIT_CLOSE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - exit must go on whatever one client does
+            pass
+    _log.stop_log_dispatcher()
+
+
+atexit.register(_close_all_at_exit)

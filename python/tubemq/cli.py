@@ -1,0 +1,25 @@
+"""The ``tubemq`` command. Subcommands: ``cluster`` (a local TubeMQ for tests and demos)."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: tubemq cluster {up,down,status,add-topics} ... (tubemq cluster --help)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if args else 2
+    if args[0] == "cluster":
+        # Imported on demand: the other subcommands do not need the cluster machinery.
+        from tubemq.cluster.cli import main as cluster_main
+
+        return cluster_main(args[1:])
+    print(f"tubemq: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
