@@ -53,21 +53,50 @@ def _normalize_master(value: Any) -> str:
 
 # Keys every client has.
 CLIENT_KEYS: tuple[Key, ...] = (
-    Key("master", (str, list, tuple), None, "Master addresses: 'host:port,host:port' or a list of 'host:port'.",
-        required=True, convert=_normalize_master),
-    Key("rpc_timeout_ms", int, 10000, "Deadline of each request to a master or broker.",
-        min=500, max=600000),
+    Key(
+        "master",
+        (str, list, tuple),
+        None,
+        "Master addresses: 'host:port,host:port' or a list of 'host:port'.",
+        required=True,
+        convert=_normalize_master,
+    ),
+    Key(
+        "rpc_timeout_ms",
+        int,
+        10000,
+        "Deadline of each request to a master or broker.",
+        min=500,
+        max=600000,
+    ),
     Key("connect_timeout_ms", int, 3000, "Deadline of each TCP connect.", min=100, max=60000),
-    Key("heartbeat_period_ms", int, 10000,
+    Key(
+        "heartbeat_period_ms",
+        int,
+        10000,
         "Interval of heartbeats to the master; keep it well below the master's client "
-        "timeout (30 s by default).", min=200, max=60000),
-    Key("register_attempts", int, 5,
-        "Rounds over the master list when registering at start.", min=1, max=100),
-    Key("register_retry_wait_ms", int, 1000, "Pause between registration rounds.",
-        min=1, max=60000),
-    Key("local_host", str, "",
+        "timeout (30 s by default).",
+        min=200,
+        max=60000,
+    ),
+    Key(
+        "register_attempts",
+        int,
+        5,
+        "Rounds over the master list when registering at start.",
+        min=1,
+        max=100,
+    ),
+    Key(
+        "register_retry_wait_ms", int, 1000, "Pause between registration rounds.", min=1, max=60000
+    ),
+    Key(
+        "local_host",
+        str,
+        "",
         "Address reported to the servers as this client's host; empty: the first "
-        "non-loopback IPv4 address."),
+        "non-loopback IPv4 address.",
+    ),
 )
 
 
@@ -78,13 +107,14 @@ class Schema:
         self.kind = kind
         self.keys = {key.name: key for key in keys}
 
-    def validate(self, config: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    def validate(
+        self, config: Mapping[str, Any] | None, overrides: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """Merges a config dict and keyword overrides, checks them, fills defaults."""
         merged: dict[str, Any] = {}
         if config is not None:
             if not isinstance(config, Mapping):
-                raise ConfigError(
-                    f"{self.kind} config must be a dict, got {type(config).__name__}")
+                raise ConfigError(f"{self.kind} config must be a dict, got {type(config).__name__}")
             merged.update(config)
         merged.update(overrides)
         for name in merged:
@@ -94,8 +124,9 @@ class Schema:
         for key in self.keys.values():
             if key.name not in merged or merged[key.name] is None:
                 if key.required:
-                    raise ConfigError(f"{self.kind} config needs '{key.name}': {key.doc}",
-                                      key=key.name)
+                    raise ConfigError(
+                        f"{self.kind} config needs '{key.name}': {key.doc}", key=key.name
+                    )
                 values[key.name] = key.default
                 continue
             values[key.name] = self._check(key, merged[key.name])
@@ -116,17 +147,22 @@ class Schema:
             names = " or ".join(t.__name__ for t in expected)
             raise ConfigError(
                 f"{self.kind} config key '{key.name}' must be {names}, "
-                f"got {type(value).__name__} {value!r}", key=key.name)
-        if key.min is not None and value < key.min or key.max is not None and value > key.max:
+                f"got {type(value).__name__} {value!r}",
+                key=key.name,
+            )
+        if (key.min is not None and value < key.min) or (key.max is not None and value > key.max):
             raise ConfigError(
                 f"{self.kind} config key '{key.name}' must be within "
-                f"{key.min}..{key.max}, got {value!r}", key=key.name)
+                f"{key.min}..{key.max}, got {value!r}",
+                key=key.name,
+            )
         if key.convert is not None:
             try:
                 value = key.convert(value)
             except ValueError as error:
-                raise ConfigError(f"{self.kind} config key '{key.name}': {error}",
-                                  key=key.name) from None
+                raise ConfigError(
+                    f"{self.kind} config key '{key.name}': {error}", key=key.name
+                ) from None
         return value
 
 

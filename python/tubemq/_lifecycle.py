@@ -36,7 +36,7 @@ def _close_all_at_exit() -> None:
     for client in list(_live):
         try:
             client.close(timeout=EXIT_CLOSE_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - exit must go on whatever one client does
+        except Exception:
             pass
     _log.stop_log_dispatcher()
 

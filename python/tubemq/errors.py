@@ -41,11 +41,11 @@ class ConfigError(TubeMQError, ValueError):
         self.key = key
 
 
-class TimeoutError(TubeMQError, builtins.TimeoutError):  # noqa: A001 - deliberate name
+class TimeoutError(TubeMQError, builtins.TimeoutError):
     """No answer within the deadline."""
 
 
-class ConnectionError(TubeMQError, builtins.ConnectionError):  # noqa: A001 - deliberate name
+class ConnectionError(TubeMQError, builtins.ConnectionError):
     """A connection could not be made, was closed or reset, or carried bad bytes."""
 
 

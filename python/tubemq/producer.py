@@ -99,8 +99,10 @@ class Producer:
         native = self._native
         if self._pid != os.getpid():
             raise ForkedClientError(
-                1012, f"this producer was created in process {self._pid} before fork(); "
-                "create a new client in the child process")
+                1012,
+                f"this producer was created in process {self._pid} before fork(); "
+                "create a new client in the child process",
+            )
         if native is None:
             raise ClientClosedError(2002, "the producer is closed")
         return native
