@@ -7,8 +7,24 @@
 #include <chrono>
 #include <memory>
 
+// Exported by liblog4cplus 2.0 but declared only in its private headers. Its thread pool
+// serves asynchronous appenders, which we never use.
+namespace log4cplus {
+LOG4CPLUS_EXPORT void shutdownThreadPool();
+}  // namespace log4cplus
+
 namespace tubemq::log {
 namespace {
+
+// log4cplus starts a pool of worker threads when the library is loaded, i.e. when
+// `import tubemq` loads the extension. Idle threads we never use would break two rules:
+// nothing starts threads at import, and a fork()ed child must not inherit a pool whose
+// threads it does not have (its exit would try to join them). Stop the pool right after
+// the library's own initialisation, which the dynamic loader runs before ours.
+const bool kLibraryPoolStopped = [] {
+  log4cplus::shutdownThreadPool();
+  return true;
+}();
 
 constexpr size_t kQueueCapacity = 10000;
 
