@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs whatever this Debian machine lacks for tubemq, then builds and installs the
+# package into ./.venv. Idempotent: each step checks first and reuses caches (apt's,
+# pip's in ~/.cache/pip, Maven's in ~/.m2), so a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  protobuf-compiler libprotobuf-dev liblog4cplus-dev libasio-dev rapidjson-dev libssl-dev
+  libgtest-dev python3-venv openjdk-17-jdk-headless maven
+)
+
+log() { printf '[bootstrap] %s\n' "$*"; }
+
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' \
+    || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  log "creating .venv with $($PYTHON --version)"
+  $PYTHON -m venv .venv
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" "pytest>=8" ruff
+
+# Build in a fixed directory so that repeated runs rebuild only what changed.
+log "building and installing tubemq into .venv"
+python -m pip install -q --no-build-isolation -Cbuild-dir=build/release ".[test]"
+log "ready: $(python -c 'import tubemq; print("tubemq", tubemq.__version__)')"
