@@ -52,11 +52,12 @@ def _dispatch_loop() -> None:
 def start_log_dispatcher() -> None:
     """Starts the dispatcher thread if it is not running (idempotent, cheap)."""
     global _thread
+    # A client about to start must log at the level Python wants now, not a moment later.
+    _sync_native_level()
     with _lock:
         if _thread is not None and _thread.is_alive():
             return
         _stopping.clear()
-        _sync_native_level()
         _thread = threading.Thread(target=_dispatch_loop, name="tubemq-log", daemon=True)
         _thread.start()
 

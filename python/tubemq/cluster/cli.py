@@ -1,0 +1,74 @@
+"""``tubemq cluster up|down|status|add-topics``: a local TubeMQ cluster from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from tubemq.cluster.errors import ClusterError
+from tubemq.cluster.local_cluster import LocalCluster
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tubemq cluster",
+        description="Run one TubeMQ master and one broker on loopback (free ports), with "
+        "the server jars from Maven Central.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="start the cluster; returns once the topics are usable")
+    add = commands.add_parser("add-topics", help="create more topics on a running cluster")
+    for sub in (up, add):
+        sub.add_argument(
+            "--topics", required=sub is add, default="", help="comma-separated topic names"
+        )
+    up.add_argument("--partitions", type=int, default=4, help="partitions per topic (4)")
+    commands.add_parser("status", help="exit 0 only while master and broker are up")
+    commands.add_parser("down", help="stop master and broker")
+    for sub in commands.choices.values():
+        sub.add_argument(
+            "--workdir",
+            type=Path,
+            required=True,
+            help="directory holding the cluster's files, logs and state",
+        )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    topics = [t for t in getattr(args, "topics", "").split(",") if t.strip()]
+    try:
+        if args.command == "up":
+            started = time.monotonic()
+            cluster = LocalCluster(args.workdir)
+            cluster.up(topics=[t.strip() for t in topics], partitions=args.partitions)
+            print(cluster.describe())
+            print(
+                f"ready in {time.monotonic() - started:.1f} s; topics: "
+                f"{','.join(cluster.topics) or '(none)'}",
+                file=sys.stderr,
+            )
+            return 0
+        cluster = LocalCluster.load(args.workdir)
+        if args.command == "add-topics":
+            cluster.add_topics([t.strip() for t in topics])
+            print(cluster.describe())
+            return 0
+        if args.command == "status":
+            running = cluster.is_running()
+            print(cluster.describe())
+            print(f"topics={','.join(cluster.topics)}")
+            print("running" if running else "not running")
+            return 0 if running else 1
+        cluster.down()
+        return 0
+    except ClusterError as error:
+        if args.command == "down" and "no readable cluster state" in str(error):
+            return 0  # nothing was started there: already down
+        print(f"tubemq cluster {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

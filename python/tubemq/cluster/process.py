@@ -1,0 +1,130 @@
+"""Starting, watching and stopping the server JVMs, by PID."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tubemq.cluster.errors import ClusterError
+
+MASTER_CLASS = "org.apache.inlong.tubemq.server.tools.MasterStartup"
+BROKER_CLASS = "org.apache.inlong.tubemq.server.tools.BrokerStartup"
+
+# Small heaps and the serial collector: two JVMs share a 2-core machine with the tests.
+# C1 only (TieredStopAtLevel=1) starts faster and costs less CPU than full JIT here.
+# The exports/opens let the broker's store code reach JDK internals on Java 17.
+JVM_FLAGS = [
+    "-Xms64m",
+    "-Xmx320m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:MaxDirectMemorySize=256m",
+    "-Djava.net.preferIPv4Stack=true",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+]
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on loopback right now, all distinct."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def java_executable() -> str:
+    home = os.environ.get("JAVA_HOME")
+    candidate = Path(home) / "bin" / "java" if home else None
+    if candidate is not None and candidate.exists():
+        return str(candidate)
+    found = shutil.which("java")
+    if found is None:
+        raise ClusterError(
+            "no 'java' on PATH and no JAVA_HOME; the TubeMQ server needs "
+            "Java 17 (Debian: apt-get install openjdk-17-jre-headless)"
+        )
+    return found
+
+
+def start_jvm(
+    main_class: str, ini: Path, classpath: list[Path], workdir: Path, log_file: Path
+) -> int:
+    """Starts a server JVM detached from us (own session); returns its PID."""
+    command = [
+        java_executable(),
+        *JVM_FLAGS,
+        f"-Dlog4j.configurationFile={workdir / 'log4j2.xml'}",
+        "-cp",
+        os.pathsep.join(str(jar) for jar in classpath),
+        main_class,
+        "-f",
+        str(ini),
+    ]
+    with open(log_file, "ab") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def is_alive(pid: int, main_class: str) -> bool:
+    """True while ``pid`` is a running (not zombie) JVM of ``main_class``."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z" and main_class.encode() in cmdline
+
+
+def _reap(pid: int) -> None:
+    # Our own child (started in this process) must be waited for, or it stays a zombie.
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def stop(pid: int, main_class: str, grace_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL once ``grace_s`` has passed; returns when the JVM is gone."""
+    if not is_alive(pid, main_class):
+        _reap(pid)
+        return
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            _reap(pid)
+            if not is_alive(pid, main_class):
+                return
+            time.sleep(0.1)
+    raise ClusterError(f"process {pid} ({main_class}) survived SIGKILL")
+
+
+def log_tail(log_file: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(log_file.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
