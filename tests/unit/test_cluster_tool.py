@@ -1,0 +1,65 @@
+"""The cluster tool's own logic, without starting Java: files, names, command line."""
+
+from __future__ import annotations
+
+import configparser
+
+import pytest
+
+from tubemq.cluster import ClusterError, LocalCluster
+from tubemq.cluster.cli import main as cluster_main
+from tubemq.cluster.config_files import Ports, write_config
+
+PORTS = Ports(
+    master=1001,
+    master_web=1002,
+    master_replication=1003,
+    broker=1004,
+    broker_web=1005,
+    master_metrics=1006,
+    broker_metrics=1007,
+)
+
+
+def read_ini(path):
+    parser = configparser.ConfigParser()
+    parser.optionxform = str
+    parser.read(path)
+    return parser
+
+
+def test_config_files_use_absolute_paths_and_the_chosen_ports(tmp_path):
+    write_config(tmp_path, PORTS)
+    master = read_ini(tmp_path / "master.ini")
+    assert master["master"]["port"] == "1001"
+    assert master["master"]["webPort"] == "1002"
+    assert master["meta_bdb"]["repHelperHost"] == "127.0.0.1:1003"
+    assert master["meta_bdb"]["metaDataPath"].startswith(str(tmp_path))
+    assert master["prometheus"]["promHttpPort"] == "1006"
+    broker = read_ini(tmp_path / "broker.ini")
+    assert broker["broker"]["masterAddressList"] == "127.0.0.1:1001"
+    assert broker["broker"]["primaryPath"].startswith(str(tmp_path))
+    assert broker["broker"]["enableMemStore"] == "false"
+    assert broker["prometheus"]["promHttpPort"] == "1007"
+    assert (tmp_path / "resources/templates/screen/webapi.vm").read_text() == "$sb"
+    assert not (tmp_path / "resources/velocity.properties").exists()
+
+
+@pytest.mark.parametrize("name", ["1topic", "a", "has-dash", "x" * 65, "tópico", ""])
+def test_invalid_topic_names_are_refused_before_anything_starts(tmp_path, name):
+    with pytest.raises(ClusterError, match="invalid topic name"):
+        LocalCluster(tmp_path).up([name])
+    assert not (tmp_path / "cluster.json").exists()
+
+
+def test_status_of_an_empty_directory_fails_and_down_is_a_no_op(tmp_path, capsys):
+    assert cluster_main(["status", "--workdir", str(tmp_path)]) == 1
+    assert "no readable cluster state" in capsys.readouterr().err
+    assert cluster_main(["down", "--workdir", str(tmp_path)]) == 0
+
+
+def test_the_command_line_requires_a_workdir(capsys):
+    with pytest.raises(SystemExit) as info:
+        cluster_main(["up", "--topics", "a1"])
+    assert info.value.code == 2
+    assert "--workdir" in capsys.readouterr().err
