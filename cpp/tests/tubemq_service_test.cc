@@ -67,6 +67,8 @@ TEST(PeriodicTimer, ThrowingTaskIsCaughtAndTheTimerReArms) {
 
 TEST(PeriodicTimer, FireNowRunsAtOnceInsteadOfWaitingTheInterval) {
   ServiceLease lease;
+  // The plain multi-threaded executor: Start() and FireNow() made back to back must
+  // still take effect in order (the timer serialises itself).
   auto timer = PeriodicTimer::Create(lease.engine().io().get_executor(), "fire-now");
   std::promise<void> ran;
   std::atomic<bool> once{false};

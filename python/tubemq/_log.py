@@ -26,7 +26,8 @@ _stopping = threading.Event()
 def _emit(records: list[tuple[int, str, str, float, str]]) -> None:
     root = logging.getLogger(LOGGER_NAME)
     for level, name, message, created, thread_name in records:
-        logger = root.getChild(name) if name and name != LOGGER_NAME else root
+        # Native logger names are already absolute ("tubemq" or "tubemq.<part>").
+        logger = logging.getLogger(name) if name.startswith(LOGGER_NAME + ".") else root
         if not logger.isEnabledFor(level):
             continue
         record = logger.makeRecord(logger.name, level, "(native)", 0, message, None, None)

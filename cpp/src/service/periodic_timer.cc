@@ -10,8 +10,10 @@ std::shared_ptr<PeriodicTimer> PeriodicTimer::Create(Executor executor, std::str
   return std::make_shared<PeriodicTimer>(PrivateTag{}, std::move(executor), std::move(name));
 }
 
+// The timer's own strand serialises its state: Start(), FireNow() and Cancel() may come
+// from any thread while a tick runs on an I/O thread.
 PeriodicTimer::PeriodicTimer(PrivateTag, Executor executor, std::string name)
-    : timer_(std::move(executor)), name_(std::move(name)) {}
+    : timer_(asio::make_strand(std::move(executor))), name_(std::move(name)) {}
 
 void PeriodicTimer::Start(std::chrono::milliseconds interval,
                           std::chrono::milliseconds first_delay, Task task) {

@@ -1,5 +1,6 @@
-// PeriodicTimer: runs a task every `interval` on a given executor (usually a client's
-// strand). The task's exceptions are caught and logged, and the timer always re-arms,
+// PeriodicTimer: runs a task every `interval` on a strand of the given executor. Its
+// state is touched only on that strand, so Start(), FireNow() and Cancel() may be
+// called from any thread and take effect in the order they were called. The task's exceptions are caught and logged, and the timer always re-arms,
 // so one bad tick never silently stops heartbeats.
 #pragma once
 
