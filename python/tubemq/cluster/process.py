@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -60,30 +61,24 @@ def java_executable() -> str:
     return found
 
 
-def start_jvm(
-    main_class: str, ini: Path, classpath: list[Path], workdir: Path, log_file: Path
-) -> int:
-    """Starts a server JVM detached from us (own session); returns its PID."""
-    command = [
-        java_executable(),
-        *JVM_FLAGS,
-        f"-Dlog4j.configurationFile={workdir / 'log4j2.xml'}",
-        "-cp",
-        os.pathsep.join(str(jar) for jar in classpath),
-        main_class,
-        "-f",
-        str(ini),
-    ]
-    with open(log_file, "ab") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return process.pid
+def start_jvm(main_class: str, ini: Path, classpath: list[Path], workdir: Path,
+              log_file: Path) -> int:
+    """Starts a server JVM fully detached (own session, not our child); returns its PID.
+
+    A short-lived shell starts the JVM in the background and prints its PID, so the JVM
+    outlives ``tubemq cluster up`` and is never a zombie or a dangling ``Popen`` of ours.
+    """
+    command = [java_executable(), *JVM_FLAGS,
+               f"-Dlog4j.configurationFile={workdir / 'log4j2.xml'}",
+               "-cp", os.pathsep.join(str(jar) for jar in classpath),
+               main_class, "-f", str(ini)]
+    script = f"{shlex.join(command)} >>{shlex.quote(str(log_file))} 2>&1 </dev/null & echo $!"
+    launcher = subprocess.run(["/bin/sh", "-c", script], cwd=workdir, capture_output=True,
+                              text=True, start_new_session=True, timeout=30)
+    pid_text = launcher.stdout.strip()
+    if launcher.returncode != 0 or not pid_text.isdigit():
+        raise ClusterError(f"could not start {main_class}: {launcher.stderr.strip()}")
+    return int(pid_text)
 
 
 def is_alive(pid: int, main_class: str) -> bool:
@@ -96,18 +91,9 @@ def is_alive(pid: int, main_class: str) -> bool:
     return state != "Z" and main_class.encode() in cmdline
 
 
-def _reap(pid: int) -> None:
-    # Our own child (started in this process) must be waited for, or it stays a zombie.
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
 def stop(pid: int, main_class: str, grace_s: float = 10.0) -> None:
     """SIGTERM, then SIGKILL once ``grace_s`` has passed; returns when the JVM is gone."""
     if not is_alive(pid, main_class):
-        _reap(pid)
         return
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
@@ -116,7 +102,6 @@ def stop(pid: int, main_class: str, grace_s: float = 10.0) -> None:
             return
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            _reap(pid)
             if not is_alive(pid, main_class):
                 return
             time.sleep(0.1)
