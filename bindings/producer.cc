@@ -4,8 +4,12 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <future>
 #include <optional>
+#include <utility>
+#include <vector>
 
+#include "deliveries.h"
 #include "errors.h"
 #include "tubemq/producer.h"
 #include "wait.h"
@@ -27,8 +31,9 @@ bool InterpreterFinalizing() {
 // unregistration) happens with the GIL released.
 class PyProducer {
  public:
-  explicit PyProducer(const ClientConfig& config)
-      : producer_(std::make_unique<Producer>(config)) {
+  PyProducer(const ClientConfig& config, const ProducerOptions& options)
+      : producer_(std::make_unique<Producer>(config, options)),
+        deliveries_(std::make_shared<DeliveryQueue>()) {
     Check(producer_->Usable());
   }
   ~PyProducer() {
@@ -57,11 +62,101 @@ class PyProducer {
     }
     Check(status);
   }
+  // Blocks until the broker has answered; raises on failure.
+  SendResult Send(OutgoingMessage message, bool block, std::optional<double> timeout) {
+    AcquireSlot(block, timeout);
+    auto promise = std::make_shared<std::promise<std::pair<Status, SendResult>>>();
+    auto future = promise->get_future();
+    {
+      py::gil_scoped_release release;
+      producer_->SendAsync(std::move(message), [promise](const Status& status, SendResult&& result) {
+        promise->set_value({status, std::move(result)});
+      });
+    }
+    auto [status, result] = WaitFor(future, timeout, "send");
+    Check(status);
+    return result;
+  }
+
+  // Queues a send whose outcome arrives through DrainDeliveries() under `token`.
+  void SendAsync(OutgoingMessage message, uint64_t token, bool block) {
+    AcquireSlot(block, std::nullopt);
+    py::gil_scoped_release release;
+    producer_->SendAsync(std::move(message),
+                         [queue = deliveries_, token](const Status& status, SendResult&& result) {
+                           queue->Push(Delivery{token, status, std::move(result)});
+                         });
+  }
+
+  py::list DrainDeliveries(double wait_s, size_t max) {
+    std::vector<Delivery> items;
+    {
+      py::gil_scoped_release release;
+      items = deliveries_->Drain(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
+                                 max);
+    }
+    py::list out;
+    for (Delivery& item : items) {
+      py::object result = item.status.ok() ? py::cast(std::move(item.result)) : py::none();
+      out.append(py::make_tuple(item.token, item.status.code_value(), item.status.message(),
+                                result));
+    }
+    return out;
+  }
+
+  void WakeDeliveries() { deliveries_->Wake(); }
   Producer& native() { return *producer_; }
 
  private:
+  // The in-flight window: wait for a free place (GIL released, Ctrl-C checked between
+  // slices) or, when the caller must not block, fail with QueueFullError at once.
+  void AcquireSlot(bool block, std::optional<double> timeout) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    for (;;) {
+      bool acquired;
+      {
+        py::gil_scoped_release release;
+        acquired = producer_->AcquireSendSlot(block ? kWaitSlice : std::chrono::milliseconds(0));
+      }
+      if (acquired) return;
+      if (!block) {
+        ThrowStatus(Status(ErrorCode::kQueueFull,
+                           "the in-flight window is full (max_in_flight sends await their "
+                           "replies); retry later, flush(), or set block_on_full"));
+      }
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (timeout && Clock::now() - start >= std::chrono::duration<double>(*timeout)) {
+        ThrowStatus(Status(ErrorCode::kRequestTimeout,
+                           "no place in the in-flight window within " +
+                               std::to_string(*timeout) + " s"));
+      }
+    }
+  }
+
   std::unique_ptr<Producer> producer_;
+  std::shared_ptr<DeliveryQueue> deliveries_;
 };
+
+OutgoingMessage MakeMessage(std::string topic, const py::buffer& value,
+                            std::optional<std::string> key,
+                            std::vector<std::pair<std::string, std::string>> attributes,
+                            std::string msg_type, std::string msg_time) {
+  OutgoingMessage message;
+  message.topic = std::move(topic);
+  // The one copy of the value: from the caller's buffer into the message.
+  const py::buffer_info info = value.request();
+  if (info.ndim > 1 && !PyBuffer_IsContiguous(info.view(), 'C')) {
+    ThrowStatus(Status(ErrorCode::kInvalidArgument, "the value must be a contiguous buffer"));
+  }
+  message.body.assign(static_cast<const char*>(info.ptr),
+                      static_cast<size_t>(info.size * info.itemsize));
+  message.key = std::move(key);
+  message.attributes = std::move(attributes);
+  message.msg_type = std::move(msg_type);
+  message.msg_time = std::move(msg_time);
+  return message;
+}
 
 }  // namespace
 
@@ -74,7 +169,9 @@ void RegisterProducer(py::module_& module) {
       .def_readwrite("heartbeat_period_ms", &ClientConfig::heartbeat_period_ms)
       .def_readwrite("register_attempts", &ClientConfig::register_attempts)
       .def_readwrite("register_retry_wait_ms", &ClientConfig::register_retry_wait_ms)
-      .def_readwrite("local_host", &ClientConfig::local_host);
+      .def_readwrite("local_host", &ClientConfig::local_host)
+      .def_readwrite("auth_user", &ClientConfig::auth_user)
+      .def_readwrite("auth_password", &ClientConfig::auth_password);
 
   py::class_<PartitionInfo>(module, "PartitionInfo", "A writable partition of a topic.")
       .def_readonly("key", &PartitionInfo::key)
@@ -86,8 +183,60 @@ void RegisterProducer(py::module_& module) {
         return "PartitionInfo('" + info.key + "' at " + info.broker_address + ")";
       });
 
+  py::class_<ProducerOptions>(module, "ProducerOptions", "Settings only a producer has.")
+      .def(py::init<>())
+      .def_readwrite("max_in_flight", &ProducerOptions::max_in_flight)
+      .def_readwrite("send_retries", &ProducerOptions::send_retries);
+
+  py::class_<SendResult>(module, "SendResult", "What the broker said about a stored message.")
+      .def_readonly("topic", &SendResult::topic)
+      .def_readonly("partition_key", &SendResult::partition_key)
+      .def_readonly("partition_id", &SendResult::partition_id)
+      .def_readonly("broker_address", &SendResult::broker_address)
+      .def_readonly("message_id", &SendResult::message_id)
+      .def_readonly("append_time", &SendResult::append_time)
+      .def_readonly("append_offset", &SendResult::append_offset)
+      .def_readonly("attempts", &SendResult::attempts)
+      .def("__repr__", [](const SendResult& result) {
+        return "SendResult(topic='" + result.topic + "', partition_key='" +
+               result.partition_key + "', message_id=" + std::to_string(result.message_id) +
+               ", append_offset=" + std::to_string(result.append_offset) + ")";
+      });
+
   py::class_<PyProducer>(module, "Producer", "The native producer (use tubemq.Producer).")
-      .def(py::init<const ClientConfig&>(), py::arg("config"))
+      .def(py::init<const ClientConfig&, const ProducerOptions&>(), py::arg("config"),
+           py::arg("options"))
+      .def(
+          "send",
+          [](PyProducer& self, std::string topic, const py::buffer& value,
+             std::optional<std::string> key,
+             std::vector<std::pair<std::string, std::string>> attributes, std::string msg_type,
+             std::string msg_time, bool block, std::optional<double> timeout) {
+            return self.Send(MakeMessage(std::move(topic), value, std::move(key),
+                                         std::move(attributes), std::move(msg_type),
+                                         std::move(msg_time)),
+                             block, timeout);
+          },
+          py::arg("topic"), py::arg("value"), py::arg("key"), py::arg("attributes"),
+          py::arg("msg_type"), py::arg("msg_time"), py::arg("block"), py::arg("timeout"))
+      .def(
+          "send_async",
+          [](PyProducer& self, std::string topic, const py::buffer& value,
+             std::optional<std::string> key,
+             std::vector<std::pair<std::string, std::string>> attributes, std::string msg_type,
+             std::string msg_time, uint64_t token, bool block) {
+            self.SendAsync(MakeMessage(std::move(topic), value, std::move(key),
+                                       std::move(attributes), std::move(msg_type),
+                                       std::move(msg_time)),
+                           token, block);
+          },
+          py::arg("topic"), py::arg("value"), py::arg("key"), py::arg("attributes"),
+          py::arg("msg_type"), py::arg("msg_time"), py::arg("token"), py::arg("block"))
+      .def("drain_deliveries", &PyProducer::DrainDeliveries, py::arg("wait_s"),
+           py::arg("max_items") = 10000,
+           "Waits up to wait_s; returns (token, code, message, SendResult|None) tuples.")
+      .def("wake_deliveries", &PyProducer::WakeDeliveries)
+      .def("in_flight", [](PyProducer& self) { return self.native().InFlight(); })
       .def("start", &PyProducer::Start, py::arg("timeout") = py::none())
       .def("publish", &PyProducer::Publish, py::arg("topics"), py::arg("timeout") = py::none())
       .def("close", &PyProducer::Close, py::arg("timeout") = py::none())
@@ -106,6 +255,9 @@ void RegisterProducer(py::module_& module) {
         out["heartbeats_ok"] = counters.heartbeats_ok;
         out["heartbeats_failed"] = counters.heartbeats_failed;
         out["registrations"] = counters.registrations;
+        out["sent_ok"] = counters.sent_ok;
+        out["sent_failed"] = counters.sent_failed;
+        out["retries"] = counters.retries;
         return out;
       });
 }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler libprotobuf-dev liblog4cplus-dev libasio-dev rapidjson-dev libssl-dev
-  libgtest-dev python3-venv openjdk-17-jdk-headless maven
+  zlib1g-dev libgtest-dev python3-venv openjdk-17-jdk-headless maven
 )
 
 log() { printf '[bootstrap] %s\n' "$*"; }

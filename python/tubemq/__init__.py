@@ -23,7 +23,7 @@ from tubemq.errors import (
     TopicNotDeployedError,
     TubeMQError,
 )
-from tubemq.producer import Producer
+from tubemq.producer import Producer, SendResult
 
 __version__: str = _core.__version__
 
@@ -40,6 +40,7 @@ __all__ = [
     "Producer",
     "QueueFullError",
     "RemoteError",
+    "SendResult",
     "ServerError",
     "TimeoutError",
     "TopicNotDeployedError",

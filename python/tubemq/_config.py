@@ -97,6 +97,47 @@ CLIENT_KEYS: tuple[Key, ...] = (
         "Address reported to the servers as this client's host; empty: the first "
         "non-loopback IPv4 address.",
     ),
+    Key(
+        "auth_user",
+        str,
+        "",
+        "User name for authentication (protocol.md §8); empty: no authentication.",
+    ),
+    Key("auth_password", str, "", "Password that signs the requests of auth_user."),
+)
+
+PRODUCER_KEYS: tuple[Key, ...] = (
+    Key(
+        "max_in_flight",
+        int,
+        10000,
+        "Sends that may await their broker reply at once; further sends block or fail.",
+        min=1,
+        max=1_000_000,
+    ),
+    Key(
+        "block_on_full",
+        bool,
+        True,
+        "When the in-flight window is full: True waits for a place (interruptible), "
+        "False raises QueueFullError at once.",
+    ),
+    Key(
+        "send_retries",
+        int,
+        2,
+        "Extra attempts, on another partition where possible, after failures that prove "
+        "the message was not stored. Timeouts are never retried (no duplicates).",
+        min=0,
+        max=10,
+    ),
+    Key(
+        "send_timeout_s",
+        (int, float),
+        None,
+        "Default timeout of a blocking send() in seconds; None: the RPC deadline bounds it.",
+        min=0,
+    ),
 )
 
 
@@ -166,7 +207,7 @@ class Schema:
         return value
 
 
-PRODUCER_SCHEMA = Schema("producer", CLIENT_KEYS)
+PRODUCER_SCHEMA = Schema("producer", CLIENT_KEYS + PRODUCER_KEYS)
 
 
 def native_client_config(values: Mapping[str, Any]) -> _core.ClientConfig:
@@ -179,4 +220,14 @@ def native_client_config(values: Mapping[str, Any]) -> _core.ClientConfig:
     native.register_attempts = values["register_attempts"]
     native.register_retry_wait_ms = values["register_retry_wait_ms"]
     native.local_host = values["local_host"]
+    native.auth_user = values["auth_user"]
+    native.auth_password = values["auth_password"]
     return native
+
+
+def native_producer_options(values: Mapping[str, Any]) -> _core.ProducerOptions:
+    """The native producer options for validated values."""
+    options = _core.ProducerOptions()
+    options.max_in_flight = values["max_in_flight"]
+    options.send_retries = values["send_retries"]
+    return options

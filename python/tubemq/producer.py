@@ -3,18 +3,29 @@
 The class is a thin shell over the native producer: it validates the configuration,
 starts the native client, and turns native errors into :mod:`tubemq.errors` exceptions.
 Every blocking call releases the GIL and can be interrupted with Ctrl-C.
+
+Where callbacks run: futures returned by :meth:`Producer.send_async` are completed, and
+their delivery callbacks called, on the producer's ``tubemq-delivery`` thread (see
+:mod:`tubemq._delivery`); never on a native I/O thread, never under a native lock.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from types import TracebackType
-from typing import Any
+from typing import Any, Union
 
 from tubemq import _core, _lifecycle, _log
-from tubemq._config import PRODUCER_SCHEMA, native_client_config
+from tubemq._config import PRODUCER_SCHEMA, native_client_config, native_producer_options
+from tubemq._delivery import DeliveryCallback, DeliveryTracker
 from tubemq.errors import ClientClosedError, ConfigError, ForkedClientError
+
+SendResult = _core.SendResult
+BytesLike = Union[bytes, bytearray, memoryview]
+MsgTime = Union[str, datetime.datetime, None]
 
 
 def _topic_list(topics: str | Iterable[str]) -> list[str]:
@@ -23,6 +34,28 @@ def _topic_list(topics: str | Iterable[str]) -> list[str]:
         if not isinstance(topic, str) or not topic.strip():
             raise ConfigError(f"topic names must be non-blank strings, got {topic!r}", key="topics")
     return [topic.strip() for topic in items]
+
+
+def _attributes(attrs: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    if attrs is None:
+        return []
+    if not isinstance(attrs, Mapping):
+        raise TypeError(f"attrs must be a mapping of str to str, got {type(attrs).__name__}")
+    items = list(attrs.items())
+    for key, value in items:
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"attrs must map str to str, got {key!r}: {value!r}")
+    return items
+
+
+def _msg_time(value: MsgTime) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime.datetime):
+        return value.strftime("%Y%m%d%H%M")
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"msg_time must be 'yyyyMMddHHmm' or a datetime, got {type(value).__name__}")
 
 
 class Producer:
@@ -37,12 +70,18 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
         self._config = PRODUCER_SCHEMA.validate(config, overrides)
         self._pid = os.getpid()
+        self._block = self._config["block_on_full"]
+        self._send_timeout = self._config["send_timeout_s"]
         _log.start_log_dispatcher()
-        self._native: _core.Producer | None = _core.Producer(native_client_config(self._config))
+        native = _core.Producer(
+            native_client_config(self._config), native_producer_options(self._config)
+        )
+        self._native: _core.Producer | None = native
+        self._deliveries = DeliveryTracker(native)
         try:
-            self._native.start()
+            native.start()
         except BaseException:
-            self._native.close(timeout=1.0)
+            native.close(timeout=1.0)
             self._native = None
             raise
         _lifecycle.track(self)
@@ -67,18 +106,94 @@ class Producer:
         """The writable partitions of a published topic, as the master last reported them."""
         return list(self._live().partitions(topic))
 
+    def send(
+        self,
+        topic: str,
+        value: BytesLike,
+        *,
+        key: str | None = None,
+        attrs: Mapping[str, str] | None = None,
+        msg_type: str | None = None,
+        msg_time: MsgTime = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """Sends one message and waits for the broker; returns its :class:`SendResult`.
+
+        ``value`` is any bytes-like object (copied once). ``key`` pins the partition by a
+        stable hash instead of round robin. ``msg_type`` is the filter item consumers can
+        select on; ``msg_time`` is a ``datetime`` or ``"yyyyMMddHHmm"``.
+        """
+        return self._live().send(
+            topic,
+            value,
+            key,
+            _attributes(attrs),
+            msg_type or "",
+            _msg_time(msg_time),
+            self._block,
+            self._send_timeout if timeout is None else timeout,
+        )
+
+    def send_async(
+        self,
+        topic: str,
+        value: BytesLike,
+        *,
+        key: str | None = None,
+        attrs: Mapping[str, str] | None = None,
+        msg_type: str | None = None,
+        msg_time: MsgTime = None,
+        callback: DeliveryCallback | None = None,
+    ) -> Future[SendResult]:
+        """Queues one message; returns a future of its :class:`SendResult`.
+
+        ``callback(error, result)`` is called once as well (error ``None`` on success).
+        Only bad arguments and a full window (with ``block_on_full=False``:
+        :class:`QueueFullError`) raise here; every other failure arrives through the
+        future and the callback.
+        """
+        native = self._live()
+        attributes = _attributes(attrs)
+        time_text = _msg_time(msg_time)
+        token, future = self._deliveries.register(callback)
+        try:
+            native.send_async(
+                topic, value, key, attributes, msg_type or "", time_text, token, self._block
+            )
+        except BaseException:
+            self._deliveries.forget(token)
+            raise
+        return future
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Waits until every queued send has completed; returns how many are still pending."""
+        self._live()
+        return self._deliveries.wait_empty(timeout)
+
+    def in_flight(self) -> int:
+        """Sends queued and not yet completed."""
+        return self._deliveries.pending()
+
     def close(self, timeout: float | None = 5.0) -> None:
-        """Unregisters from the master and releases connections; idempotent."""
+        """Flushes (bounded by ``timeout``), unregisters and releases connections; idempotent."""
         if self._native is None:
             return
         native = self._live()
         self._native = None
         _lifecycle.untrack(self)
-        native.close(timeout)
+        try:
+            self._deliveries.wait_empty(timeout)
+            native.close(timeout)
+        finally:
+            self._deliveries.stop()
 
     @property
     def closed(self) -> bool:
         return self._native is None
+
+    def counters(self) -> dict[str, int]:
+        """Native counters: heartbeats, registrations, sends ok/failed, retries."""
+        return dict(self._live().counters())
 
     def __enter__(self) -> Producer:
         return self

@@ -15,6 +15,8 @@ struct ClientConfig {
   int32_t register_attempts = 5;        // rounds over the master list at start
   int64_t register_retry_wait_ms = 1000;
   std::string local_host;               // reported to servers; empty = auto-detect
+  std::string auth_user;                // empty: no authentication (protocol.md §8)
+  std::string auth_password;
 };
 
 }  // namespace tubemq

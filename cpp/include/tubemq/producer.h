@@ -5,12 +5,15 @@
 // completed on I/O threads; nothing here calls back into application code.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tubemq/client_config.h"
+#include "tubemq/message.h"
 #include "tubemq/status.h"
 
 namespace tubemq {
@@ -23,9 +26,23 @@ struct PartitionInfo {
   std::string broker_address;  // "host:port"
 };
 
+// What only a producer needs besides the common client settings.
+struct ProducerOptions {
+  int32_t max_in_flight = 10000;  // sends awaiting their broker reply, at most
+  // Extra attempts, on another partition where possible, after failures that prove the
+  // broker did not store the message (refused connection, 503, 419, 500, 403, server
+  // exception). A timeout or a connection lost after the request went out is never
+  // retried: the broker may have stored the message, and a retry could store it twice.
+  int32_t send_retries = 2;
+};
+
 class Producer {
  public:
-  explicit Producer(ClientConfig config);  // validates the config; does not connect
+  // Runs on an I/O thread, exactly once per send; must not block.
+  using SendCallback = std::function<void(const Status&, SendResult&&)>;
+
+  // Validates the config; does not connect.
+  explicit Producer(ClientConfig config, ProducerOptions options = {});
   ~Producer();
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
@@ -42,8 +59,21 @@ class Producer {
   std::vector<PartitionInfo> Partitions(const std::string& topic) const;
   std::vector<std::string> PublishedTopics() const;
 
-  // Stops heartbeats and unregisters from the master. Resolves when the master has
-  // answered or the RPC deadline passed. Idempotent.
+  // Takes a place in the in-flight window, waiting up to `wait` for one to free up;
+  // false if none did. Every SendAsync() must hold one; its completion gives it back.
+  bool AcquireSendSlot(std::chrono::milliseconds wait);
+
+  // Sends a message; `callback` learns the outcome exactly once. Local checks (closed,
+  // blank topic, empty body, bad attributes, unpublished topic, no partition, too
+  // large) fail through the callback without any network traffic.
+  void SendAsync(OutgoingMessage message, SendCallback callback);
+
+  // Sends awaiting their reply.
+  int32_t InFlight() const;
+
+  // Refuses new sends, waits (up to the RPC timeout) for those in flight, stops
+  // heartbeats and unregisters from the master. Resolves when the master has answered
+  // or the RPC deadline passed. Idempotent.
   std::future<Status> Close();
 
   // Gives the I/O service back (after Close(), on an application thread).
@@ -58,6 +88,9 @@ class Producer {
     uint64_t heartbeats_ok = 0;
     uint64_t heartbeats_failed = 0;
     uint64_t registrations = 0;
+    uint64_t sent_ok = 0;
+    uint64_t sent_failed = 0;
+    uint64_t retries = 0;
   };
   Counters counters() const;
 

@@ -50,12 +50,18 @@ struct Producer::Shell {
   std::unique_ptr<service::ServiceLease> lease;
 };
 
-Producer::Producer(ClientConfig config) : shell_(std::make_unique<Shell>()) {
+Producer::Producer(ClientConfig config, ProducerOptions options)
+    : shell_(std::make_unique<Shell>()) {
   std::vector<net::Endpoint> masters;
   shell_->construction = ValidateConfig(config, masters);
   if (!shell_->construction.ok()) return;
+  if (options.max_in_flight < 1 || options.send_retries < 0) {
+    shell_->construction = Status(ErrorCode::kInvalidArgument,
+                                  "max_in_flight must be at least 1 and send_retries at least 0");
+    return;
+  }
   shell_->lease = std::make_unique<service::ServiceLease>();
-  impl_ = std::make_shared<Impl>(std::move(config), std::move(masters),
+  impl_ = std::make_shared<Impl>(std::move(config), options, std::move(masters),
                                  shell_->lease->engine_ptr());
 }
 
@@ -99,6 +105,22 @@ std::future<Status> Producer::Publish(std::vector<std::string> topics) {
   impl_->Publish(std::move(topics), std::move(done));
   return std::move(future);
 }
+
+bool Producer::AcquireSendSlot(std::chrono::milliseconds wait) {
+  // An unusable producer takes no slot; SendAsync() then fails at once.
+  return !Usable().ok() || impl_->AcquireSendSlot(wait);
+}
+
+void Producer::SendAsync(OutgoingMessage message, SendCallback callback) {
+  Status usable = Usable();
+  if (!usable.ok()) {
+    callback(usable, SendResult{});
+    return;
+  }
+  impl_->Send(std::move(message), std::move(callback));
+}
+
+int32_t Producer::InFlight() const { return impl_ ? impl_->InFlight() : 0; }
 
 std::vector<PartitionInfo> Producer::Partitions(const std::string& topic) const {
   return impl_ ? impl_->Partitions(topic) : std::vector<PartitionInfo>{};

@@ -1,8 +1,12 @@
 #include "producer/producer_impl.h"
 
+#include <algorithm>
+
 #include "MasterService.pb.h"
 #include "log/log.h"
 #include "meta/client_id.h"
+#include "meta/text.h"
+#include "producer/message_data.h"
 #include "tubemq/version.h"
 
 namespace tubemq {
@@ -22,10 +26,14 @@ Status MasterError(const char* what, int32_t code, const std::string& message) {
 
 }  // namespace
 
-Producer::Impl::Impl(ClientConfig config, std::vector<net::Endpoint> masters,
+Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
+                     std::vector<net::Endpoint> masters,
                      std::shared_ptr<service::IoEngine> engine)
     : config_(std::move(config)),
+      options_(options),
+      credentials_(config_.auth_user, config_.auth_password),
       local_host_(config_.local_host.empty() ? meta::LocalIPv4() : config_.local_host),
+      sent_addr_(producer::SentAddr(local_host_)),
       client_id_(meta::MakeClientId("", local_host_)),
       engine_(std::move(engine)),
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
@@ -75,6 +83,7 @@ void Producer::Impl::Register(int attempts_left, Done done) {
     request.set_jdkversion(std::string("tubemq-python/") + kVersion);
     request.mutable_appdconfig()->set_configid(config_id_);
   }
+  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
   master_->Call(Method::kProducerRegister, request, rpc_timeout(),
                 [self = shared_from_this(), attempts_left, done](
                     const Status& status, codec::RpcReply&& reply, size_t) {
@@ -93,15 +102,8 @@ void Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& rep
     ApplyBrokerList(response.brokerchecksum(),
                     {response.brokerinfos().begin(), response.brokerinfos().end()});
     std::lock_guard<std::mutex> lock(mutex_);
-    if (response.has_authorizedinfo()) {
-      visit_token_ = response.authorizedinfo().visitauthorizedtoken();
-    }
-    if (response.has_appdconfig()) {
-      config_id_ = response.appdconfig().configid();
-      if (response.appdconfig().has_maxmsgsize()) {
-        max_message_size_ = response.appdconfig().maxmsgsize();
-      }
-    }
+    ApplyGrants(response.has_authorizedinfo() ? &response.authorizedinfo() : nullptr,
+                response.has_appdconfig() ? &response.appdconfig() : nullptr);
     ++counters_.registrations;
     TUBEMQ_LOG_INFO("producer " << client_id_ << " registered with "
                                 << master_->masters()[master_->current_index()].ToString());
@@ -176,6 +178,7 @@ void Producer::Impl::SendHeartbeat() {
     for (const auto& topic : published_) request.add_topiclist(topic);
     request.mutable_appdconfig()->set_configid(config_id_);
   }
+  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
   master_->Call(Method::kProducerHeartbeat, request, rpc_timeout(),
                 [self = shared_from_this()](const Status& status, codec::RpcReply&& reply,
                                             size_t) {
@@ -210,15 +213,8 @@ void Producer::Impl::OnHeartbeatReply(const Status& status, codec::RpcReply&& re
                       {response.brokerinfos().begin(), response.brokerinfos().end()});
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    if (response.has_authorizedinfo()) {
-      visit_token_ = response.authorizedinfo().visitauthorizedtoken();
-    }
-    if (response.has_appdconfig()) {
-      config_id_ = response.appdconfig().configid();
-      if (response.appdconfig().has_maxmsgsize()) {
-        max_message_size_ = response.appdconfig().maxmsgsize();
-      }
-    }
+    ApplyGrants(response.has_authorizedinfo() ? &response.authorizedinfo() : nullptr,
+                response.has_appdconfig() ? &response.appdconfig() : nullptr);
     // The topic map is replaced on every successful heartbeat (protocol.md §5.4).
     std::map<std::string, meta::TopicPartitions> topics;
     for (const std::string& info : response.topicinfos()) {
@@ -335,17 +331,41 @@ void Producer::Impl::Close(Done done) {
     finish(Status::OK());
     return;
   }
-  pb::CloseRequestP2M request;
-  request.set_clientid(client_id_);
-  master_->Call(Method::kProducerClose, request, rpc_timeout(),
-                [finish](const Status& status, codec::RpcReply&& reply, size_t) {
-                  pb::CloseResponseM2P response;
-                  Status result = status.ok() ? service::ParseReply(reply, response) : status;
-                  if (result.ok() && !response.success()) {
-                    result = MasterError("producer close", response.errcode(), response.errmsg());
-                  }
-                  finish(result);
-                });
+  // Sends in flight get their answers first (bounded by the RPC timeout); then the
+  // master forgets us.
+  slot_freed_.notify_all();
+  WhenDrained(rpc_timeout(), [self = shared_from_this(), finish] {
+    pb::CloseRequestP2M request;
+    request.set_clientid(self->client_id_);
+    if (self->credentials_.enabled()) self->SignIfNeeded(*request.mutable_authinfo());
+    self->master_->Call(
+        Method::kProducerClose, request, self->rpc_timeout(),
+        [finish](const Status& status, codec::RpcReply&& reply, size_t) {
+          pb::CloseResponseM2P response;
+          Status result = status.ok() ? service::ParseReply(reply, response) : status;
+          if (result.ok() && !response.success()) {
+            result = MasterError("producer close", response.errcode(), response.errmsg());
+          }
+          finish(result);
+        });
+  });
+}
+
+void Producer::Impl::ApplyGrants(const pb::MasterAuthorizedInfo* authorized,
+                                 const pb::ApprovedClientConfig* approved) {
+  if (authorized != nullptr) {
+    visit_token_ = authorized->visitauthorizedtoken();
+    if (!meta::Trim(authorized->authauthorizedtoken()).empty()) {
+      auth_token_ = authorized->authauthorizedtoken();
+    }
+  }
+  if (approved != nullptr) {
+    config_id_ = approved->configid();
+    if (approved->has_maxmsgsize()) {
+      // The master's default maximum, clamped as the Java client does (1 MiB .. 20 MiB).
+      max_message_size_ = std::clamp<int64_t>(approved->maxmsgsize(), 1 << 20, 20 << 20);
+    }
+  }
 }
 
 }  // namespace tubemq

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <future>
 #include <map>
@@ -18,6 +19,9 @@
 #include "meta/broker_info.h"
 #include "meta/partition.h"
 #include "net/endpoint.h"
+#include "producer/broker_shield.h"
+#include "producer/partition_router.h"
+#include "service/credentials.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
 #include "service/tubemq_service.h"
@@ -26,16 +30,27 @@
 
 namespace tubemq {
 
+namespace pb {
+class MasterCertificateInfo;
+class MasterAuthorizedInfo;
+class ApprovedClientConfig;
+}  // namespace pb
+
 class Producer::Impl : public std::enable_shared_from_this<Impl> {
  public:
   using Done = std::function<void(const Status&)>;
+  using SendCallback = Producer::SendCallback;
 
-  Impl(ClientConfig config, std::vector<net::Endpoint> masters,
+  Impl(ClientConfig config, ProducerOptions options, std::vector<net::Endpoint> masters,
        std::shared_ptr<service::IoEngine> engine);
 
   void Start(Done done);
   void Publish(std::vector<std::string> topics, Done done);
   void Close(Done done);
+
+  bool AcquireSendSlot(std::chrono::milliseconds wait);
+  void Send(OutgoingMessage message, SendCallback callback);
+  int32_t InFlight() const;
 
   std::vector<PartitionInfo> Partitions(const std::string& topic) const;
   std::vector<std::string> PublishedTopics() const;
@@ -53,6 +68,22 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   void SendHeartbeat();
   void OnHeartbeatReply(const Status& status, codec::RpcReply&& reply);
   void FinishHeartbeat(const Status& status);
+  // --- send path (send_path.cc) ---
+  struct SendJob;
+  Status CheckLocally(SendJob& job, OutgoingMessage& message);
+  void Attempt(std::shared_ptr<SendJob> job);
+  void OnSendReply(std::shared_ptr<SendJob> job, const meta::Partition& partition,
+                   const Status& status, codec::RpcReply&& reply);
+  void Retry(std::shared_ptr<SendJob> job, const Status& why);
+  void FinishSend(const std::shared_ptr<SendJob>& job, const Status& status, SendResult&& result);
+  void ReleaseSendSlot();
+  // Runs `then` once no send is in flight, or when `deadline` passes.
+  void WhenDrained(std::chrono::milliseconds deadline, std::function<void()> then);
+  void SignIfNeeded(pb::MasterCertificateInfo& certificate) const;
+  // Tokens and settings the master hands out; called with mutex_ held.
+  void ApplyGrants(const pb::MasterAuthorizedInfo* authorized,
+                   const pb::ApprovedClientConfig* approved);
+
   void ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items);
   Status CheckPublishable(const std::vector<std::string>& topics) const;
   std::chrono::milliseconds rpc_timeout() const {
@@ -60,7 +91,10 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   const ClientConfig config_;
+  const ProducerOptions options_;
+  const service::Credentials credentials_;
   const std::string local_host_;
+  const int32_t sent_addr_;  // local_host_ as protocol.md §5.11 wants it
   const std::string client_id_;
   std::shared_ptr<service::IoEngine> engine_;
   std::shared_ptr<service::MasterSession> master_;
@@ -75,6 +109,12 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   int64_t config_id_ = -2;  // ApprovedClientConfig version; -2 = none yet
   int64_t max_message_size_ = meta::kDefaultMaxMessageSize;
   int64_t visit_token_ = -2;
+  std::string auth_token_;  // authAuthorizedToken from the master, if it issues one
+  producer::PartitionRouter router_;
+  producer::BrokerShield shield_;
+  int32_t in_flight_ = 0;
+  std::condition_variable slot_freed_;
+  std::function<void()> on_drained_;
   bool heartbeat_in_flight_ = false;
   std::vector<Done> next_heartbeat_waiters_;
   std::vector<Done> current_heartbeat_waiters_;

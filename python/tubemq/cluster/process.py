@@ -64,20 +64,33 @@ def java_executable() -> str:
     return found
 
 
-def start_jvm(main_class: str, ini: Path, classpath: list[Path], workdir: Path,
-              log_file: Path) -> int:
+def start_jvm(
+    main_class: str, ini: Path, classpath: list[Path], workdir: Path, log_file: Path
+) -> int:
     """Starts a server JVM fully detached (own session, not our child); returns its PID.
 
     A short-lived shell starts the JVM in the background and prints its PID, so the JVM
     outlives ``tubemq cluster up`` and is never a zombie or a dangling ``Popen`` of ours.
     """
-    command = [java_executable(), *JVM_FLAGS,
-               f"-Dlog4j.configurationFile={workdir / 'log4j2.xml'}",
-               "-cp", os.pathsep.join(str(jar) for jar in classpath),
-               main_class, "-f", str(ini)]
+    command = [
+        java_executable(),
+        *JVM_FLAGS,
+        f"-Dlog4j.configurationFile={workdir / 'log4j2.xml'}",
+        "-cp",
+        os.pathsep.join(str(jar) for jar in classpath),
+        main_class,
+        "-f",
+        str(ini),
+    ]
     script = f"{shlex.join(command)} >>{shlex.quote(str(log_file))} 2>&1 </dev/null & echo $!"
-    launcher = subprocess.run(["/bin/sh", "-c", script], cwd=workdir, capture_output=True,
-                              text=True, start_new_session=True, timeout=30)
+    launcher = subprocess.run(
+        ["/bin/sh", "-c", script],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        timeout=30,
+    )
     pid_text = launcher.stdout.strip()
     if launcher.returncode != 0 or not pid_text.isdigit():
         raise ClusterError(f"could not start {main_class}: {launcher.stderr.strip()}")

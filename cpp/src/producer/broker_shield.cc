@@ -1,0 +1,34 @@
+#include "producer/broker_shield.h"
+
+#include <algorithm>
+
+namespace tubemq::producer {
+namespace {
+
+constexpr std::chrono::milliseconds kUnavailableBan{50000};
+constexpr std::chrono::milliseconds kFirstUnreachableBan{10000};
+constexpr std::chrono::milliseconds kLongestUnreachableBan{300000};
+
+}  // namespace
+
+void BrokerShield::OnUnavailable(int32_t broker_id, Clock::time_point now) {
+  Entry& entry = entries_[broker_id];
+  entry.until = std::max(entry.until, now + kUnavailableBan);
+}
+
+void BrokerShield::OnUnreachable(int32_t broker_id, Clock::time_point now) {
+  Entry& entry = entries_[broker_id];
+  entry.backoff = entry.backoff.count() == 0
+                      ? kFirstUnreachableBan
+                      : std::min(entry.backoff * 2, kLongestUnreachableBan);
+  entry.until = std::max(entry.until, now + entry.backoff);
+}
+
+void BrokerShield::OnSuccess(int32_t broker_id) { entries_.erase(broker_id); }
+
+bool BrokerShield::Shielded(int32_t broker_id, Clock::time_point now) const {
+  const auto found = entries_.find(broker_id);
+  return found != entries_.end() && found->second.until > now;
+}
+
+}  // namespace tubemq::producer

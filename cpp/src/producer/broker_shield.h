@@ -1,0 +1,31 @@
+// Keeps sends away from brokers that are failing (behaviour.md §2.8): a broker that
+// answers 503 (write service stopped) is avoided for 50 s; a broker we cannot reach is
+// avoided for a period that starts at 10 s and doubles with each further failure, up
+// to 5 minutes; any successful send clears it. Shielding only steers the choice of
+// partition: when every broker of a topic is shielded, sends still go out.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+
+namespace tubemq::producer {
+
+class BrokerShield {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void OnUnavailable(int32_t broker_id, Clock::time_point now);
+  void OnUnreachable(int32_t broker_id, Clock::time_point now);
+  void OnSuccess(int32_t broker_id);
+  bool Shielded(int32_t broker_id, Clock::time_point now) const;
+
+ private:
+  struct Entry {
+    Clock::time_point until;
+    std::chrono::milliseconds backoff{0};
+  };
+  std::map<int32_t, Entry> entries_;
+};
+
+}  // namespace tubemq::producer

@@ -1,0 +1,102 @@
+#include "producer/message_data.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "codec/big_endian.h"
+#include "meta/text.h"
+
+namespace tubemq::producer {
+namespace {
+
+Status CheckAttributePart(std::string_view what, std::string_view text, bool may_be_blank) {
+  if (!may_be_blank && meta::Trim(text).empty()) {
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + " must not be blank");
+  }
+  if (text.find_first_of(",=") != std::string_view::npos) {
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(what) + " '" + std::string(text) + "' contains ',' or '='");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status BuildAttribute(const OutgoingMessage& message, std::string& attribute) {
+  attribute.clear();
+  const auto append = [&attribute](std::string_view key, std::string_view value) {
+    if (!attribute.empty()) attribute.push_back(',');
+    attribute.append(key).push_back('=');
+    attribute.append(value);
+  };
+  if (!message.msg_type.empty()) {
+    Status status = CheckAttributePart("msg_type", message.msg_type, false);
+    if (!status.ok()) return status;
+    append(kMsgTypeKey, message.msg_type);
+  }
+  if (!message.msg_time.empty()) {
+    const bool twelve_digits =
+        message.msg_time.size() == 12 &&
+        std::all_of(message.msg_time.begin(), message.msg_time.end(),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!twelve_digits) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "msg_time must be 12 digits yyyyMMddHHmm, got '" + message.msg_time + "'");
+    }
+    append(kMsgTimeKey, message.msg_time);
+  }
+  for (const auto& [key, value] : message.attributes) {
+    Status status = CheckAttributePart("attribute key", key, false);
+    if (status.ok()) status = CheckAttributePart("attribute value", value, true);
+    if (!status.ok()) return status;
+    if (key == kMsgTypeKey || key == kMsgTimeKey) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "attribute key '" + key + "' is reserved; use msg_type / msg_time");
+    }
+    append(key, value);
+  }
+  return Status::OK();
+}
+
+MessageData EncodeMessageData(std::string_view attribute, std::string&& body) {
+  MessageData out;
+  if (attribute.empty()) {
+    out.data = std::move(body);  // the common case costs no copy
+    return out;
+  }
+  out.flag = 1;
+  out.data.resize(4);
+  codec::PutUint32(out.data.data(), static_cast<uint32_t>(attribute.size()));
+  out.data.append(attribute).append(body);
+  return out;
+}
+
+int32_t MaskedCrc32(std::string_view data) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths; feed large buffers in pieces.
+  const auto* bytes = reinterpret_cast<const Bytef*>(data.data());
+  size_t left = data.size();
+  while (left > 0) {
+    const uInt piece = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
+    crc = crc32(crc, bytes, piece);
+    bytes += piece;
+    left -= piece;
+  }
+  return static_cast<int32_t>(crc & 0x7FFFFFFFu);
+}
+
+int32_t SentAddr(std::string_view ipv4) {
+  const auto parts = meta::Split(ipv4, '.');
+  if (parts.size() != 4) return 0;
+  uint32_t value = 0;
+  for (std::string_view part : parts) {
+    int64_t octet = 0;
+    if (!meta::ParseInt(part, octet) || octet < 0 || octet > 255) return 0;
+    value = (value << 8) | static_cast<uint32_t>(octet);
+  }
+  return static_cast<int32_t>(value);
+}
+
+}  // namespace tubemq::producer

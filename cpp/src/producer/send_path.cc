@@ -1,0 +1,289 @@
+// The producer's send path (behaviour.md §2.5-2.8): local checks, partition choice,
+// the SendMessage request, the reply, retries that cannot duplicate, broker shielding,
+// and the in-flight window that gives callers backpressure.
+#include <asio/steady_timer.hpp>
+
+#include "BrokerService.pb.h"
+#include "MasterService.pb.h"
+#include "log/log.h"
+#include "meta/text.h"
+#include "producer/message_data.h"
+#include "producer/producer_impl.h"
+#include "service/rpc_call.h"
+
+namespace tubemq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Failures after which the broker certainly did not store the message.
+bool NotStored(const Status& status) {
+  switch (status.code()) {
+    case ErrorCode::kConnectFailed:
+    case ErrorCode::kRemoteException:
+    case ErrorCode::kForbidden:
+    case ErrorCode::kServerReceiveOverflow:
+    case ErrorCode::kInternalServerError:
+    case ErrorCode::kServiceUnavailable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The request went out but no verdict came back.
+bool Ambiguous(const Status& status) {
+  return status.code() == ErrorCode::kRequestTimeout ||
+         status.code() == ErrorCode::kConnectionClosed ||
+         status.code() == ErrorCode::kProtocolError ||
+         status.code() == ErrorCode::kServiceStopped;
+}
+
+}  // namespace
+
+struct Producer::Impl::SendJob {
+  std::string topic;
+  std::optional<std::string> key;
+  producer::MessageData data;
+  std::string msg_type;
+  std::string msg_time;
+  SendCallback callback;
+  int attempts = 0;
+  std::set<int32_t> failed_brokers;  // avoided by retries where possible
+};
+
+bool Producer::Impl::AcquireSendSlot(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool free = slot_freed_.wait_for(lock, wait, [this] {
+    return in_flight_ < options_.max_in_flight || state_ != State::kRunning;
+  });
+  if (!free) return false;
+  // A closed producer takes the slot too: the send then fails with 420 and gives it back.
+  ++in_flight_;
+  return true;
+}
+
+int32_t Producer::Impl::InFlight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_;
+}
+
+void Producer::Impl::ReleaseSendSlot() {
+  std::function<void()> drained;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_flight_ > 0) --in_flight_;
+    if (in_flight_ == 0 && on_drained_) drained = std::move(on_drained_);
+    on_drained_ = nullptr;
+  }
+  slot_freed_.notify_one();
+  if (drained) drained();
+}
+
+void Producer::Impl::WhenDrained(std::chrono::milliseconds deadline, std::function<void()> then) {
+  auto once = std::make_shared<std::once_flag>();
+  auto run = [once, then = std::move(then)] { std::call_once(*once, then); };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_flight_ > 0) {
+      on_drained_ = run;
+      auto timer = std::make_shared<asio::steady_timer>(engine_->io(), deadline);
+      timer->async_wait([timer, run](const asio::error_code&) { run(); });
+      return;
+    }
+  }
+  run();
+}
+
+void Producer::Impl::Send(OutgoingMessage message, SendCallback callback) {
+  auto job = std::make_shared<SendJob>();
+  job->callback = std::move(callback);
+  job->topic = std::string(meta::Trim(message.topic));
+  job->key = std::move(message.key);
+  job->msg_type = message.msg_type;
+  job->msg_time = message.msg_time;
+  // Every local check runs before any network traffic; failures go through the callback,
+  // which FinishSend() calls without holding mutex_.
+  const Status checked = CheckLocally(*job, message);
+  if (!checked.ok()) {
+    FinishSend(job, checked, SendResult{});
+    return;
+  }
+  Attempt(std::move(job));
+}
+
+Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != State::kRunning) return Status(ErrorCode::kClientShutdown, "the producer is closed");
+  }
+  if (job.topic.empty()) return Status(ErrorCode::kTopicBlank, "the topic is blank");
+  if (message.body.empty()) return Status(ErrorCode::kBodyEmpty, "the message body is empty");
+  std::string attribute;
+  Status built = producer::BuildAttribute(message, attribute);
+  if (!built.ok()) return built;
+  job.data = producer::EncodeMessageData(attribute, std::move(message.body));
+  int64_t limit = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (published_.count(job.topic) == 0) {
+      return Status(ErrorCode::kTopicUnpublished,
+                    "topic '" + job.topic + "' is not published by this producer; publish it first");
+    }
+    const auto found = topics_.find(job.topic);
+    if (found == topics_.end() || found->second.partitions.empty()) {
+      return Status(ErrorCode::kTopicNoPartition,
+                    "topic '" + job.topic + "' has no writable partition at the moment");
+    }
+    limit = found->second.max_message_size > 0 ? found->second.max_message_size
+                                               : max_message_size_;
+  }
+  if (static_cast<int64_t>(job.data.data.size()) > limit) {
+    return Status(ErrorCode::kMessageTooLarge,
+                  "message of " + std::to_string(job.data.data.size()) +
+                      " bytes (body and attributes) exceeds the maximum of " +
+                      std::to_string(limit) + " bytes for topic '" + job.topic + "'");
+  }
+  return Status::OK();
+}
+
+void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
+  pb::SendMessageRequestP2B request;
+  std::optional<meta::Partition> chosen;
+  {
+    // Retries still go out while closing: close waits for sends in flight.
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = topics_.find(job->topic);
+    if (found != topics_.end()) {
+      const auto now = Clock::now();
+      const meta::Partition* partition = router_.Choose(
+          job->topic, found->second.partitions, job->key,
+          [this, &job, now](const meta::Partition& candidate) {
+            return job->failed_brokers.count(candidate.broker.id) == 0 &&
+                   !shield_.Shielded(candidate.broker.id, now);
+          });
+      if (partition != nullptr) chosen = *partition;
+    }
+    if (chosen) {
+      request.set_clientid(client_id_);
+      request.set_topicname(job->topic);
+      request.set_partitionid(chosen->id);
+      request.set_data(job->data.data);
+      request.set_flag(job->data.flag);
+      request.set_checksum(producer::MaskedCrc32(job->data.data));
+      request.set_sentaddr(sent_addr_);
+      if (!job->msg_type.empty()) request.set_msgtype(job->msg_type);
+      if (!job->msg_time.empty()) request.set_msgtime(job->msg_time);
+      auto* auth = request.mutable_authinfo();
+      auth->set_visitauthorizedtoken(visit_token_);
+      if (!auth_token_.empty()) {
+        auth->set_authauthorizedtoken(auth_token_);
+      } else if (credentials_.enabled()) {
+        auth->set_authauthorizedtoken(credentials_.BrokerToken());
+      }
+    }
+  }
+  if (!chosen) {
+    FinishSend(job,
+               Status(ErrorCode::kTopicNoPartition,
+                      "topic '" + job->topic + "' has no writable partition at the moment"),
+               SendResult{});
+    return;
+  }
+  ++job->attempts;
+  auto connection = engine_->pool().Get(chosen->broker.endpoint);
+  service::SendRequest(*connection, codec::Method::kSendMessage, request, rpc_timeout(),
+                       [self = shared_from_this(), job, partition = *chosen](
+                           const Status& status, codec::RpcReply&& reply) {
+                         self->OnSendReply(job, partition, status, std::move(reply));
+                       });
+}
+
+void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Partition& partition,
+                                 const Status& status, codec::RpcReply&& reply) {
+  pb::SendMessageResponseB2P response;
+  Status result = status.ok() ? service::ParseReply(reply, response) : status;
+  if (result.ok() && !response.success()) {
+    result = Status(static_cast<ErrorCode>(response.errcode()),
+                    "broker " + partition.broker.endpoint.ToString() + " refused the message for " +
+                        partition.Key() + ": " + response.errmsg());
+  }
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (result.ok()) {
+      shield_.OnSuccess(partition.broker.id);
+    } else if (result.code() == ErrorCode::kServiceUnavailable) {
+      shield_.OnUnavailable(partition.broker.id, now);
+    } else if (result.code() == ErrorCode::kConnectFailed) {
+      shield_.OnUnreachable(partition.broker.id, now);
+    }
+  }
+  if (result.ok()) {
+    SendResult sent;
+    sent.topic = job->topic;
+    sent.partition_key = partition.Key();
+    sent.partition_id = partition.id;
+    sent.broker_address = partition.broker.endpoint.ToString();
+    sent.message_id = response.has_messageid() ? response.messageid() : -2;
+    if (!response.has_messageid()) {
+      int64_t parsed = 0;
+      if (meta::ParseInt(response.errmsg(), parsed)) sent.message_id = parsed;
+    }
+    sent.append_time = response.has_appendtime() ? response.appendtime() : -2;
+    sent.append_offset = response.has_appendoffset() ? response.appendoffset() : -2;
+    sent.attempts = job->attempts;
+    FinishSend(job, Status::OK(), std::move(sent));
+    return;
+  }
+  if (NotStored(result) && job->attempts <= options_.send_retries) {
+    job->failed_brokers.insert(partition.broker.id);
+    Retry(std::move(job), result);
+    return;
+  }
+  if (Ambiguous(result)) {
+    result = Status(result.code(), result.message() +
+                                       " (the broker may have stored the message; it was not "
+                                       "re-sent, to avoid a duplicate)");
+  } else if (job->attempts > 1) {
+    result = Status(result.code(),
+                    result.message() + " (after " + std::to_string(job->attempts) + " attempts)");
+  }
+  FinishSend(job, result, SendResult{});
+}
+
+void Producer::Impl::Retry(std::shared_ptr<SendJob> job, const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.retries;
+  }
+  TUBEMQ_LOG_DEBUG("retrying a send to '" << job->topic << "' after: " << why.message());
+  // A short pause, growing with each attempt, lets a busy broker (419) recover.
+  auto timer = std::make_shared<asio::steady_timer>(
+      engine_->io(), std::chrono::milliseconds(50 * job->attempts));
+  timer->async_wait([self = shared_from_this(), timer, job](const asio::error_code&) {
+    self->Attempt(job);
+  });
+}
+
+void Producer::Impl::FinishSend(const std::shared_ptr<SendJob>& job, const Status& status,
+                                SendResult&& result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++(status.ok() ? counters_.sent_ok : counters_.sent_failed);
+  }
+  if (job->callback) {
+    SendCallback callback = std::move(job->callback);
+    job->callback = nullptr;
+    callback(status, std::move(result));
+  }
+  ReleaseSendSlot();
+}
+
+void Producer::Impl::SignIfNeeded(pb::MasterCertificateInfo& certificate) const {
+  // The stock master wants fresh credentials on every request while authentication
+  // is on; a token alone is refused (protocol.md §8.1).
+  if (credentials_.enabled()) credentials_.Sign(certificate);
+}
+
+}  // namespace tubemq
