@@ -7,7 +7,7 @@ namespace tubemq::producer {
 PartitionRouter::PartitionRouter() : random_(std::random_device{}()) {}
 
 uint64_t PartitionRouter::StableHash(std::string_view key) {
-  uint64_t hash = 1469598103934665603ull;
+  uint64_t hash = 14695981039346656037ull;  // the FNV-1a 64-bit offset basis
   for (unsigned char c : key) {
     hash ^= c;
     hash *= 1099511628211ull;

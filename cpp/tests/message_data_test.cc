@@ -1,0 +1,84 @@
+// Message bytes (protocol.md §5.9-5.11, §8.1; checklist items 12-14, 24).
+#include <gtest/gtest.h>
+
+#include "producer/message_data.h"
+#include "service/credentials.h"
+#include "test_bytes.h"
+
+namespace tubemq::producer {
+namespace {
+
+using testing::ToHex;
+
+TEST(MessageData, AttributeHeaderIsLengthPrefixedAndSetsTheFlag) {
+  OutgoingMessage message;
+  message.msg_type = "t1";
+  std::string attribute;
+  ASSERT_TRUE(BuildAttribute(message, attribute).ok());
+  EXPECT_EQ(attribute, "$msgType$=t1");
+  const MessageData data = EncodeMessageData(attribute, std::string("hi"));
+  EXPECT_EQ(ToHex(data.data), "00 00 00 0C 24 6D 73 67 54 79 70 65 24 3D 74 31 68 69");
+  EXPECT_EQ(data.flag, 1);
+  EXPECT_EQ(static_cast<uint32_t>(MaskedCrc32(data.data)), 0x11D1E1B3u);
+}
+
+TEST(MessageData, NoAttributeMeansTheBodyAloneAndFlagZero) {
+  const MessageData data = EncodeMessageData("", std::string("payload"));
+  EXPECT_EQ(data.data, "payload");
+  EXPECT_EQ(data.flag, 0);
+}
+
+TEST(MessageData, ReservedItemsComeFirstThenUserAttributes) {
+  OutgoingMessage message;
+  message.msg_type = "A";
+  message.msg_time = "202501011230";
+  message.attributes = {{"k1", "v1"}, {"k2", ""}};
+  std::string attribute;
+  ASSERT_TRUE(BuildAttribute(message, attribute).ok());
+  EXPECT_EQ(attribute, "$msgType$=A,$msgTime$=202501011230,k1=v1,k2=");
+}
+
+TEST(MessageData, BadAttributesAreRefusedWithTheReason) {
+  const struct {
+    std::vector<std::pair<std::string, std::string>> attributes;
+    std::string msg_time;
+    const char* reason;
+  } cases[] = {
+      {{{"a,b", "v"}}, "", "contains ',' or '='"},
+      {{{"k", "v=w"}}, "", "contains ',' or '='"},
+      {{{" ", "v"}}, "", "must not be blank"},
+      {{{"$msgType$", "x"}}, "", "is reserved"},
+      {{}, "2025010112", "12 digits"},
+      {{}, "20250101123x", "12 digits"},
+  };
+  for (const auto& c : cases) {
+    OutgoingMessage message;
+    message.attributes = c.attributes;
+    message.msg_time = c.msg_time;
+    std::string attribute;
+    const Status status = BuildAttribute(message, attribute);
+    EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(status.message().find(c.reason), std::string::npos) << status.message();
+  }
+}
+
+TEST(MessageData, MaskedCrcVectors) {
+  EXPECT_EQ(MaskedCrc32("123456789"), 1274296614);
+  EXPECT_EQ(static_cast<uint32_t>(MaskedCrc32("hello")), 0x3610A686u);
+}
+
+TEST(MessageData, SentAddrIsTheAddressAsASignedInteger) {
+  EXPECT_EQ(SentAddr("10.0.0.1"), 167772161);
+  EXPECT_EQ(SentAddr("127.0.0.1"), 2130706433);
+  EXPECT_EQ(SentAddr("192.168.1.10"), -1062731510);
+  EXPECT_EQ(SentAddr("not-an-ip"), 0);
+  EXPECT_EQ(SentAddr("1.2.3.256"), 0);
+}
+
+TEST(Credentials, SignatureOfTheWorkedExample) {
+  EXPECT_EQ(service::AuthSignature("admin", "secret", 1700000000000, 12345),
+            "GzIEn3jIHQZaZeKFky5I832KCzg%3D");
+}
+
+}  // namespace
+}  // namespace tubemq::producer
