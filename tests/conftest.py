@@ -50,3 +50,70 @@ def master(cluster: LocalCluster) -> str:
 def topics() -> list[str]:
     """The names of the pooled topics, each with ``PARTITIONS`` partitions on one broker."""
     return list(TOPIC_POOL)
+
+
+@pytest.fixture(scope="session")
+def reference_consumer(tmp_path_factory: pytest.TempPathFactory):
+    """Runs the official Java client (tests/java/ReferenceConsumer.java) as a consumer.
+
+    Returns ``consume(master, topic, group, marker, expected, seconds)``: the messages whose
+    body contains ``marker``, as dicts of topic, partition_key, flag, msg_type, msg_time,
+    attribute and body (bytes), in the order the Java client received them.
+    """
+    import subprocess
+
+    from tubemq.cluster import maven
+
+    classes = tmp_path_factory.mktemp("java-classes")
+    classpath = os.pathsep.join(str(jar) for jar in maven.server_classpath())
+    source = Path(__file__).parent / "java" / "ReferenceConsumer.java"
+    subprocess.run(
+        ["javac", "-d", str(classes), "-cp", classpath, str(source)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+    def consume(
+        master: str, topic: str, group: str, marker: str, expected: int, seconds: int = 60
+    ) -> list[dict]:
+        done = subprocess.run(
+            [
+                "java",
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-cp",
+                f"{classes}{os.pathsep}{classpath}",
+                "ReferenceConsumer",
+                master,
+                topic,
+                group,
+                marker,
+                str(expected),
+                str(seconds),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 60,
+        )
+        rows = []
+        # The Java client's own log also goes to stdout; our lines have exactly 7 fields.
+        for line in done.stdout.splitlines():
+            fields = line.split("\t")
+            if len(fields) != 7 or fields[0] != topic:
+                continue
+            rows.append(
+                {
+                    "topic": fields[0],
+                    "partition_key": fields[1],
+                    "flag": int(fields[2]),
+                    "msg_type": None if fields[3] == "-" else fields[3],
+                    "msg_time": None if fields[4] == "-" else fields[4],
+                    "attribute": None if fields[5] == "-" else fields[5],
+                    "body": bytes.fromhex(fields[6]),
+                }
+            )
+        assert done.returncode == 0, (done.returncode, rows, done.stderr[-2000:])
+        return rows
+
+    return consume

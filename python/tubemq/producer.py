@@ -219,5 +219,5 @@ class Producer:
                 "create a new client in the child process",
             )
         if native is None:
-            raise ClientClosedError(2002, "the producer is closed")
+            raise ClientClosedError(420, "the producer is closed")
         return native

@@ -1,0 +1,249 @@
+"""The producer against the real cluster: behaviour.md §10 scenarios 1-5 and 9, threads,
+the in-flight window, interoperability with the official Java client, Ctrl-C."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+
+import pytest
+
+import tubemq
+from tubemq import _core
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def producer(master, topics):
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[4])
+        yield client
+
+
+def test_publish_then_sync_send_is_stored(master, topics):
+    # Scenario 1.
+    with tubemq.Producer(master=master) as client:
+        started = time.monotonic()
+        client.publish(topics[4])
+        assert time.monotonic() - started < 2.0
+        before = time.time() * 1000
+        result = client.send(topics[4], b"scenario-1")
+        assert isinstance(result, tubemq.SendResult)
+        assert result.message_id >= 0
+        assert result.partition_id in {0, 1, 2, 3}
+        assert result.partition_key == f"1:{topics[4]}:{result.partition_id}"
+        assert result.topic == topics[4]
+        assert abs(result.append_time - before) < 10_000
+        assert result.append_offset >= 0
+        assert result.attempts == 1
+
+
+def test_round_robin_spreads_sync_sends_evenly(producer, topics):
+    # Scenario 2 (4 partitions here: 300 sends -> 75 each).
+    counts = collections.Counter(
+        producer.send(topics[4], f"rr-{i}".encode()).partition_id for i in range(300)
+    )
+    assert sorted(counts) == [0, 1, 2, 3]
+    assert all(73 <= count <= 77 for count in counts.values()), counts
+
+
+def test_keyed_sends_stay_on_one_partition(producer, topics):
+    partitions = {producer.send(topics[4], b"k", key="user-42").partition_id for _ in range(20)}
+    assert len(partitions) == 1
+    spread = {producer.send(topics[4], b"k", key=f"user-{i}").partition_id for i in range(40)}
+    assert len(spread) > 1
+
+
+def test_undeployed_topic_fails_to_publish_and_to_send_locally(master):
+    # Scenario 3.
+    with tubemq.Producer(master=master) as client:
+        with pytest.raises(tubemq.TubeMQError) as info:
+            client.publish("undeployed_topic_x")
+        assert info.value.code == 443
+        connections = _core.service_state()["connections"]
+        with pytest.raises(tubemq.InvalidMessageError) as sent:
+            client.send("undeployed_topic_x", b"data")
+        assert sent.value.code in (443, 444)
+        with pytest.raises(tubemq.InvalidMessageError) as never:
+            client.send("never_published_topic", b"data")
+        assert never.value.code == 443
+        assert _core.service_state()["connections"] == connections  # no broker contacted
+
+
+def test_local_checks_fail_without_network(master, topics):
+    # Scenario 4, on a producer that has never talked to a broker.
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[4])
+        connections = _core.service_state()["connections"]
+        cases = [
+            (dict(topic=topics[4], value=b""), 442, "empty"),
+            (dict(topic="  ", value=b"x"), 441, "blank"),
+            (dict(topic=topics[4], value=b"x" * (1024 * 1024 + 1)), 445, "exceeds the maximum"),
+            (dict(topic=topics[4], value=b"x", attrs={"a=b": "c"}), 1010, "contains"),
+            (dict(topic=topics[4], value=b"x", msg_time="2025"), 1010, "12 digits"),
+        ]
+        for kwargs, code, text in cases:
+            with pytest.raises(tubemq.TubeMQError) as info:
+                client.send(**kwargs)
+            assert info.value.code == code, kwargs
+            assert text in info.value.message
+            future = client.send_async(**kwargs)
+            assert future.exception(timeout=5).code == code
+        assert _core.service_state()["connections"] == connections
+        assert client.counters()["sent_ok"] == 0
+
+
+def test_values_of_any_bytes_like_type(producer, topics):
+    for value in (b"bytes", bytearray(b"bytearray"), memoryview(b"view"), memoryview(b"xx")[1:]):
+        assert producer.send(topics[4], value).message_id >= 0
+    with pytest.raises(TypeError):
+        producer.send(topics[4], "a str is not bytes")
+
+
+def test_java_client_reads_what_we_produce(master, topics, reference_consumer):
+    # Scenario 5 and the interoperability acceptance: the official Java consumer sees the
+    # same bytes, attributes, msgType and msgTime; an attribute-less message has flag 0.
+    marker = f"interop-{uuid.uuid4().hex[:8]}"
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[3])
+        client.send(topics[3], f"{marker}-plain".encode())
+        client.send(
+            topics[3],
+            f"{marker}-typed".encode(),
+            msg_type="A",
+            msg_time="202501011230",
+            attrs={"origin": "python", "empty": ""},
+        )
+        client.send(topics[3], f"{marker}-attrs".encode() + bytes(range(256)), attrs={"k": "v"})
+        client.send(topics[3], f"{marker}-empty-attrs".encode(), attrs={})
+    rows = reference_consumer(master, topics[3], f"g_{marker.replace('-', '_')}", marker, 4)
+    by_body = {row["body"][len(marker) + 1 :].split(b"\x00")[0]: row for row in rows}
+    plain = by_body[b"plain"]
+    assert plain["flag"] == 0 and plain["attribute"] is None and plain["msg_type"] is None
+    typed = by_body[b"typed"]
+    assert typed["flag"] == 1
+    assert typed["msg_type"] == "A" and typed["msg_time"] == "202501011230"
+    assert typed["attribute"] == "$msgType$=A,$msgTime$=202501011230,origin=python,empty="
+    attrs = next(row for row in rows if row["body"].startswith(f"{marker}-attrs".encode()))
+    assert attrs["body"] == f"{marker}-attrs".encode() + bytes(range(256))
+    assert attrs["attribute"] == "k=v"
+    assert by_body[b"empty-attrs"]["flag"] == 0
+
+
+def test_ten_thousand_async_sends_from_four_threads(master, topics):
+    per_thread, threads = 2500, 4
+    completions = collections.Counter()
+    lock = threading.Lock()
+
+    def on_delivery(error, result):
+        with lock:
+            completions["error" if error else "ok"] += 1
+
+    with tubemq.Producer(master=master, max_in_flight=2000) as client:
+        client.publish(topics[5])
+        futures: list = []
+
+        def worker(index: int) -> None:
+            mine = [
+                client.send_async(topics[5], f"{index}-{i}".encode(), callback=on_delivery)
+                for i in range(per_thread)
+            ]
+            with lock:
+                futures.extend(mine)
+
+        workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in workers), "senders deadlocked"
+        assert client.flush(timeout=60) == 0
+        assert len(futures) == per_thread * threads
+        assert all(future.done() for future in futures)
+        ids = [future.result().message_id for future in futures]
+        assert len(set(ids)) == len(ids)  # each future resolved with its own message
+    assert completions == {"ok": per_thread * threads}
+
+
+def test_full_window_raises_queue_full_when_asked_not_to_block(master, topics):
+    with tubemq.Producer(master=master, max_in_flight=1, block_on_full=False) as client:
+        client.publish(topics[5])
+        raised = 0
+        futures = []
+        for i in range(200):
+            try:
+                futures.append(client.send_async(topics[5], f"w{i}".encode()))
+            except tubemq.QueueFullError as error:
+                assert error.code == 1011
+                raised += 1
+        assert client.flush(timeout=30) == 0
+        assert raised > 0
+        assert all(future.result().message_id >= 0 for future in futures)
+
+
+def test_closed_producer_refuses_sends(master, topics):
+    # Scenario 9.
+    client = tubemq.Producer(master=master)
+    client.publish(topics[4])
+    future = client.send_async(topics[4], b"before close")
+    client.close()
+    assert future.result(timeout=1).message_id >= 0  # close flushed it
+    for send in (client.send, client.send_async):
+        with pytest.raises(tubemq.ClientClosedError) as info:
+            send(topics[4], b"after close")
+        assert info.value.code == 420
+
+
+def test_callback_exceptions_do_not_stop_delivery(master, topics, caplog):
+    def bad_callback(error, result):
+        raise RuntimeError("callback bug")
+
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[4])
+        futures = [client.send_async(topics[4], b"cb", callback=bad_callback) for _ in range(5)]
+        assert client.flush(timeout=10) == 0
+        assert all(future.result().message_id >= 0 for future in futures)
+    assert sum("a delivery callback raised" in r.getMessage() for r in caplog.records) == 5
+
+
+@pytest.mark.parametrize("blocking_call", ["flush", "send"])
+def test_ctrl_c_interrupts_a_blocking_call_quickly(master, topics, blocking_call):
+    script = textwrap.dedent(f"""
+        import os, signal, sys, threading, time, tubemq
+        client = tubemq.Producer(master={master!r}, max_in_flight=50)
+        client.publish({topics[6]!r})
+        stamp = {{}}
+        def interrupt():
+            time.sleep(1.0)
+            stamp["sent"] = time.monotonic()
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        value = b"x" * 1024
+        try:
+            if {blocking_call!r} == "flush":
+                for _ in range(60000):
+                    client.send_async({topics[6]!r}, value)
+                    if "sent" in stamp:
+                        break
+                client.flush()
+            else:
+                while True:
+                    client.send({topics[6]!r}, value)
+        except KeyboardInterrupt:
+            print("interrupted after", time.monotonic() - stamp["sent"])
+            sys.exit(0)
+        print("not interrupted")
+        sys.exit(1)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    delay = float(done.stdout.strip().splitlines()[-1].split()[-1])
+    assert delay < 0.2, delay
