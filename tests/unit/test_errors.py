@@ -57,6 +57,6 @@ def test_native_errors_arrive_as_the_same_classes():
     config = tubemq._core.ClientConfig()
     config.masters = "no-port-here"
     with pytest.raises(tubemq.ConfigError) as info:
-        tubemq._core.Producer(config)
+        tubemq._core.Producer(config, tubemq._core.ProducerOptions())
     assert info.value.code == 1010
     assert "no-port-here" in info.value.message
