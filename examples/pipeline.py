@@ -1,8 +1,9 @@
 """The main job: start a local TubeMQ cluster, run a pipeline through it, stop the cluster.
 
 Today the pipeline goes as far as the client does: a producer registers to the master,
-declares the topic and lists the partitions it may write to. Later work turns this into
-a PySpark job that produces and consumes through the cluster.
+declares the topic, sends a handful of events synchronously and a batch asynchronously,
+and reports where the broker stored them. Later work adds the consumer and turns this
+into a PySpark job that produces and consumes through the cluster.
 
     python examples/pipeline.py [--workdir DIR] [--keep]
 """
@@ -28,6 +29,20 @@ def run_pipeline(master: str) -> None:
         producer.publish(TOPIC)
         for partition in producer.partitions(TOPIC):
             print(f"  writable: {partition.key} at {partition.broker_address}")
+        for index in range(5):
+            result = producer.send(
+                TOPIC, f"event {index}".encode(), msg_type="demo", attrs={"source": "pipeline"}
+            )
+            print(
+                f"  stored event {index} as message {result.message_id} in "
+                f"{result.partition_key} at offset {result.append_offset}"
+            )
+        futures = [producer.send_async(TOPIC, f"bulk {i}".encode()) for i in range(1000)]
+        producer.flush(timeout=60)
+        stored = sum(1 for future in futures if future.exception() is None)
+        print(f"  stored {stored} of {len(futures)} bulk events asynchronously")
+        if stored != len(futures):
+            raise SystemExit("some events were not stored")
 
 
 def main() -> int:

@@ -60,3 +60,67 @@ def test_native_errors_arrive_as_the_same_classes():
         tubemq._core.Producer(config, tubemq._core.ProducerOptions())
     assert info.value.code == 1010
     assert "no-port-here" in info.value.message
+
+
+# Every code of behaviour.md §8.4 and of the client range, with whether retrying may help.
+ALL_CODES = {
+    201: True,
+    301: True,
+    400: False,
+    401: False,
+    402: True,
+    403: True,
+    404: True,
+    405: True,
+    406: True,
+    407: True,
+    408: True,
+    410: True,
+    411: True,
+    412: False,
+    415: False,
+    419: True,
+    420: False,
+    421: True,
+    422: False,
+    423: False,
+    424: False,
+    425: False,
+    426: False,
+    427: False,
+    428: False,
+    429: False,
+    430: False,
+    431: False,
+    440: False,
+    441: False,
+    442: False,
+    443: False,
+    444: True,
+    445: False,
+    450: False,
+    452: True,
+    455: False,
+    500: True,
+    503: True,
+    510: True,
+    599: True,
+    1000: True,
+    1001: True,
+    1002: True,
+    1004: False,
+    1010: False,
+    1011: True,
+    1012: False,
+    2002: False,
+    5001: True,
+}
+
+
+@pytest.mark.parametrize("code, retriable", sorted(ALL_CODES.items()))
+def test_every_documented_code_has_a_name_a_class_and_a_retry_verdict(code, retriable):
+    error = errors.error_from_code(code, f"native text for {code}")
+    assert isinstance(error, tubemq.TubeMQError)
+    assert error.code_name != "UNKNOWN"
+    assert error.retriable is retriable
+    assert error.message == f"native text for {code}"

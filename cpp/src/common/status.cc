@@ -67,8 +67,13 @@ const char* ErrorCodeName(int32_t code) {
 
 bool IsRetriable(int32_t code) {
   switch (static_cast<ErrorCode>(code)) {
+    // Retrying later (or elsewhere) may succeed: behaviour.md §2.7 and §8.4.
     case ErrorCode::kNotReady:
     case ErrorCode::kMoved:
+    case ErrorCode::kConnectReturnNull:
+    case ErrorCode::kForbidden:  // on another partition, after the next metadata refresh
+    case ErrorCode::kClientHighFrequencyRequest:
+    case ErrorCode::kTopicNoPartition:  // partitions may be assigned again
     case ErrorCode::kNotFound:
     case ErrorCode::kAllPartitionFrozen:
     case ErrorCode::kNoPartitionAssigned:
@@ -80,6 +85,7 @@ bool IsRetriable(int32_t code) {
     case ErrorCode::kServerConsumeSpeedLimit:
     case ErrorCode::kInternalServerError:
     case ErrorCode::kServiceUnavailable:
+    case ErrorCode::kInternalServerErrorMsgSetNull:
     case ErrorCode::kUnspecifiedAbnormal:
     case ErrorCode::kRequestTimeout:
     case ErrorCode::kConnectFailed:
