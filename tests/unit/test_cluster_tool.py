@@ -63,3 +63,8 @@ def test_the_command_line_requires_a_workdir(capsys):
         cluster_main(["up", "--topics", "a1"])
     assert info.value.code == 2
     assert "--workdir" in capsys.readouterr().err
+
+
+def test_master_settings_are_added_to_the_master_section(tmp_path):
+    write_config(tmp_path, PORTS, {"startProduceAuthenticate": "true"})
+    assert read_ini(tmp_path / "master.ini")["master"]["startProduceAuthenticate"] == "true"

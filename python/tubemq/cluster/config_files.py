@@ -7,6 +7,7 @@ the master's fixed 30 s wait before a new topic becomes publishable cannot be co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,8 @@ promHttpPort={port}
 """
 
 
-def _master_ini(workdir: Path, ports: Ports) -> str:
+def _master_ini(workdir: Path, ports: Ports, extra: Mapping[str, str]) -> str:
+    extra_lines = "".join(f"{key}={value}\n" for key, value in extra.items())
     return f"""[master]
 hostName={HOST}
 port={ports.master}
@@ -55,7 +57,7 @@ consumerBalancePeriodMs=1000
 brokerHeartbeatTimeoutMs=20000
 consumerHeartbeatTimeoutMs=20000
 producerHeartbeatTimeoutMs=20000
-
+{extra_lines}
 [meta_bdb]
 repGroupName=tubemqLocalGroup
 repNodeName=tubemqLocalNode1
@@ -96,9 +98,15 @@ _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def write_config(workdir: Path, ports: Ports) -> None:
-    """Writes master.ini, broker.ini, log4j2.xml and the two admin-page templates."""
-    (workdir / "master.ini").write_text(_master_ini(workdir, ports))
+def write_config(
+    workdir: Path, ports: Ports, master_settings: Mapping[str, str] | None = None
+) -> None:
+    """Writes master.ini, broker.ini, log4j2.xml and the two admin-page templates.
+
+    ``master_settings`` adds keys to the ``[master]`` section, e.g. the authentication
+    switches ``startProduceAuthenticate=true``.
+    """
+    (workdir / "master.ini").write_text(_master_ini(workdir, ports, master_settings or {}))
     (workdir / "broker.ini").write_text(_broker_ini(workdir, ports))
     (workdir / "log4j2.xml").write_text(_LOG4J2)
     # The admin API renders its JSON through two Velocity templates: the page prints the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -83,8 +83,16 @@ class LocalCluster:
         )
 
     # -- up ------------------------------------------------------------------------------
-    def up(self, topics: Iterable[str], partitions: int = 4) -> None:
-        """Starts master and broker with ``topics``; returns once all are usable."""
+    def up(
+        self,
+        topics: Iterable[str],
+        partitions: int = 4,
+        master_settings: Mapping[str, str] | None = None,
+    ) -> None:
+        """Starts master and broker with ``topics``; returns once all are usable.
+
+        ``master_settings`` adds keys to master.ini's ``[master]`` section.
+        """
         wanted = _check_topics(topics)
         if not 1 <= partitions <= 100:
             raise ClusterError(f"partitions must be within 1..100, got {partitions}")
@@ -98,7 +106,7 @@ class LocalCluster:
             running.down()
         classpath = maven.server_classpath()
         ports = Ports(*process.free_ports(7))
-        write_config(self.workdir, ports)
+        write_config(self.workdir, ports, dict(master_settings or {}))
         self._state = {
             "ports": asdict(ports),
             "pids": {},
@@ -219,6 +227,15 @@ class LocalCluster:
             f"topics {pending} not publishable and subscribable within "
             f"{TOPICS_READY_TIMEOUT_S:.0f} s; last answer: {answer}"
         )
+
+    # -- faults, for tests --------------------------------------------------------------
+    def stop_broker(self) -> None:
+        """Stops the broker alone (SIGTERM), as a broker crash or maintenance would."""
+        process.stop(self._state["pids"]["broker"], process.BROKER_CLASS)
+
+    def start_broker(self) -> None:
+        """Starts the broker again with its old configuration and data."""
+        self._start_broker(maven.server_classpath())
 
     # -- down ------------------------------------------------------------------------------
     def down(self) -> None:
