@@ -215,7 +215,8 @@ void Producer::Impl::OnHeartbeatReply(const Status& status, codec::RpcReply&& re
     std::lock_guard<std::mutex> lock(mutex_);
     ApplyGrants(response.has_authorizedinfo() ? &response.authorizedinfo() : nullptr,
                 response.has_appdconfig() ? &response.appdconfig() : nullptr);
-    // The topic map is replaced on every successful heartbeat (protocol.md §5.4).
+    // The topic map is replaced on every successful heartbeat (protocol.md §5.4),
+    // never merged: partitions the master no longer reports are gone.
     std::map<std::string, meta::TopicPartitions> topics;
     for (const std::string& info : response.topicinfos()) {
       meta::TopicPartitions parsed;
@@ -226,6 +227,7 @@ void Producer::Impl::OnHeartbeatReply(const Status& status, codec::RpcReply&& re
       }
       if (!parsed.partitions.empty()) topics[parsed.topic] = std::move(parsed);
     }
+    CarryOverMissingTopics(topics);
     topics_ = std::move(topics);
   }
   FinishHeartbeat(result);
@@ -249,6 +251,29 @@ void Producer::Impl::FinishHeartbeat(const Status& status) {
   }
   CallAll(waiters, status);
   if (again) SendHeartbeat();
+}
+
+// A master that has just restarted, or whose broker has not re-registered yet, answers
+// with no partitions for topics that are still there. Dropping them at once would fail
+// every send until the broker is back (behaviour.md §10 scenario 8), so a published
+// topic missing from a heartbeat keeps its last partitions for a grace period; sends to
+// a broker that really lost it fail there (403) and are retried elsewhere.
+void Producer::Impl::CarryOverMissingTopics(std::map<std::string, meta::TopicPartitions>& fresh) {
+  constexpr std::chrono::seconds kGrace{60};
+  const auto now = std::chrono::steady_clock::now();
+  // Topics reported again are no longer missing.
+  for (auto it = topic_missing_since_.begin(); it != topic_missing_since_.end();) {
+    it = fresh.count(it->first) != 0 ? topic_missing_since_.erase(it) : std::next(it);
+  }
+  for (auto& [topic, partitions] : topics_) {
+    if (fresh.count(topic) != 0 || published_.count(topic) == 0) continue;
+    auto [missing, first_time] = topic_missing_since_.try_emplace(topic, now);
+    if (first_time) {
+      TUBEMQ_LOG_INFO("the master reported no partitions for '"
+                      << topic << "'; keeping the last ones for up to " << kGrace.count() << " s");
+    }
+    if (now - missing->second < kGrace) fresh[topic] = std::move(partitions);
+  }
 }
 
 // --- publish -----------------------------------------------------------------------

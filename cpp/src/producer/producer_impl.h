@@ -84,6 +84,8 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   void ApplyGrants(const pb::MasterAuthorizedInfo* authorized,
                    const pb::ApprovedClientConfig* approved);
 
+  // Called with mutex_ held, before `fresh` replaces topics_.
+  void CarryOverMissingTopics(std::map<std::string, meta::TopicPartitions>& fresh);
   void ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items);
   Status CheckPublishable(const std::vector<std::string>& topics) const;
   std::chrono::milliseconds rpc_timeout() const {
@@ -105,6 +107,8 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   int64_t broker_checksum_ = -1;  // -1: no broker list applied yet
   meta::BrokerMap brokers_;
   std::map<std::string, meta::TopicPartitions> topics_;
+  // Published topics the last heartbeats did not report, and since when.
+  std::map<std::string, std::chrono::steady_clock::time_point> topic_missing_since_;
   std::set<std::string> published_;
   int64_t config_id_ = -2;  // ApprovedClientConfig version; -2 = none yet
   int64_t max_message_size_ = meta::kDefaultMaxMessageSize;

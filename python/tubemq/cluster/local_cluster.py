@@ -237,6 +237,11 @@ class LocalCluster:
         """Starts the broker again with its old configuration and data."""
         self._start_broker(maven.server_classpath())
 
+    def restart_master(self) -> None:
+        """Stops the master and starts it again on the same ports and metadata."""
+        process.stop(self._state["pids"]["master"], process.MASTER_CLASS)
+        self._start_master(maven.server_classpath())
+
     # -- down ------------------------------------------------------------------------------
     def down(self) -> None:
         """Stops broker then master (SIGTERM, SIGKILL after a bound); idempotent."""
