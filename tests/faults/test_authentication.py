@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import tubemq
-from tubemq.cluster import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -13,13 +12,13 @@ TOPIC = "auth_topic"
 
 
 @pytest.fixture(scope="module")
-def auth_cluster(tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("auth-cluster"))
-    cluster.up(topics=[TOPIC], partitions=2, master_settings={"startProduceAuthenticate": "true"})
-    try:
+def auth_cluster(private_cluster):
+    with private_cluster(
+        [TOPIC],
+        partitions=2,
+        master_settings={"startProduceAuthenticate": "true"},
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def test_missing_credentials_are_refused_with_415(auth_cluster):

@@ -9,7 +9,6 @@ import time
 import pytest
 
 import tubemq
-from tubemq.cluster import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -17,15 +16,9 @@ TOPIC = "fault_topic"
 
 
 @pytest.fixture(scope="module")
-def own_cluster(tmp_path_factory):
-    # Its own cluster: a broker restart makes topics unpublishable for ~30 s, which
-    # would disturb the tests sharing the session cluster.
-    cluster = LocalCluster(tmp_path_factory.mktemp("fault-cluster"))
-    cluster.up(topics=[TOPIC], partitions=4)
-    try:
+def own_cluster(private_cluster):
+    with private_cluster([TOPIC]) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def test_every_callback_fires_once_when_the_broker_stops_halfway(own_cluster):

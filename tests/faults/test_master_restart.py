@@ -8,7 +8,6 @@ import time
 import pytest
 
 import tubemq
-from tubemq.cluster import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -16,13 +15,9 @@ TOPIC = "restart_topic"
 
 
 @pytest.fixture(scope="module")
-def own_cluster(tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("restart-cluster"))
-    cluster.up(topics=[TOPIC], partitions=2)
-    try:
+def own_cluster(private_cluster):
+    with private_cluster([TOPIC], partitions=2) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def test_sends_continue_through_a_master_restart_and_the_producer_reregisters(own_cluster):
