@@ -1,0 +1,75 @@
+#include "flowctrl/partition_pacer.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tubemq::flowctrl {
+namespace {
+
+constexpr int64_t kRefreshPeriodMs = 60000;
+constexpr int64_t kSlicePeriodMs = 5000;
+constexpr int64_t kSlicesPerMinute = 12;
+
+}  // namespace
+
+void PartitionPacer::Refresh(const RuleSnapshot& rules, int64_t now_ms) {
+  minute_bytes_ = 0;
+  slice_bytes_ = 0;
+  if (last_lag_ < 0) {
+    // Nothing known about the backlog yet: effectively unlimited.
+    limit_bytes_ = std::numeric_limits<int32_t>::max();
+    limit_pause_ms_ = 20;
+  } else {
+    const int time_of_day = Gmt8TimeOfDay(now_ms);
+    std::optional<DataLimit> limit = rules.group->DataLimitFor(last_lag_, time_of_day);
+    if (!limit) limit = rules.cluster_default->DataLimitFor(last_lag_, time_of_day);
+    limit_bytes_ = limit ? limit->bytes_per_minute : std::numeric_limits<int64_t>::max();
+    limit_pause_ms_ = limit ? limit->pause_ms : 0;
+    low_fetch_ = rules.group->has_low_fetch_rule() ? rules.group->low_fetch()
+                                                   : rules.cluster_default->low_fetch();
+  }
+  next_refresh_ms_ = now_ms + kRefreshPeriodMs;
+  next_slice_ms_ = now_ms + kSlicePeriodMs;
+}
+
+int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapshot& rules,
+                                   int64_t now_ms) {
+  if (outcome.lag >= 0) last_lag_ = outcome.lag;
+  // Windows roll over before the batch is counted, so the batch that opens a window
+  // counts in it (upstream drops it; pacing is local, either is allowed).
+  if (now_ms > next_refresh_ms_) {
+    Refresh(rules, now_ms);
+  } else if (now_ms > next_slice_ms_) {
+    slice_bytes_ = 0;
+    next_slice_ms_ = now_ms + kSlicePeriodMs;
+  }
+  minute_bytes_ += outcome.batch_bytes;
+  slice_bytes_ += outcome.batch_bytes;
+
+  const int64_t fallback = outcome.default_delay_ms;
+  if (outcome.code != 200 && outcome.code != 404) return fallback;
+
+  empty_fetches_ = outcome.batch_bytes == 0 && outcome.code != 200 ? empty_fetches_ + 1 : 0;
+  if (empty_fetches_ > 0) {
+    const FlowCtrlRules& source =
+        rules.group->has_frequency_rules() ? *rules.group : *rules.cluster_default;
+    return source.FrequencyPause(empty_fetches_, static_cast<int32_t>(fallback));
+  }
+  if (outcome.escaped) return 0;
+  const int64_t slice_budget = limit_bytes_ / kSlicesPerMinute;
+  if (minute_bytes_ >= limit_bytes_ || slice_bytes_ >= slice_budget) {
+    return std::max<int64_t>(limit_pause_ms_, fallback);
+  }
+  if (outcome.code == 200) {
+    int64_t pace = -1;
+    if (filter_consumer_ && low_fetch_.filter_ms >= 0) {
+      pace = outcome.require_slow ? low_fetch_.slow_filter_ms : low_fetch_.filter_ms;
+    } else if (!filter_consumer_ && low_fetch_.normal_ms >= 0) {
+      pace = low_fetch_.normal_ms;
+    }
+    if (pace >= 0) return std::max<int64_t>(0, pace - outcome.processing_ms);
+  }
+  return fallback;
+}
+
+}  // namespace tubemq::flowctrl

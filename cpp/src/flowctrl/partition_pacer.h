@@ -1,0 +1,47 @@
+// How long a partition rests after each fetch (behaviour.md §6.5): the per-partition
+// state of flow control (bytes this minute and this 5-second slice, the limit in force,
+// consecutive empty fetches, the last known lag) and the delay each release gets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "flowctrl/flow_ctrl_rule_handler.h"
+
+namespace tubemq::flowctrl {
+
+struct FetchOutcome {
+  int32_t code = 200;
+  int64_t batch_bytes = 0;
+  int32_t default_delay_ms = 0;  // the code's own delay (behaviour.md §3.8.1)
+  int64_t lag = -1;              // currDataDlt of the reply; -1 when absent
+  bool escaped = false;          // the reply's escFlowCtrl
+  bool require_slow = false;
+  int64_t processing_ms = 0;     // between the reply and this release (confirm), for 200
+};
+
+class PartitionPacer {
+ public:
+  explicit PartitionPacer(bool filter_consumer) : filter_consumer_(filter_consumer) {}
+
+  // The delay in milliseconds before the partition may be fetched again.
+  int64_t DelayAfter(const FetchOutcome& outcome, const RuleSnapshot& rules, int64_t now_ms);
+
+  int32_t empty_fetches() const { return empty_fetches_; }
+
+ private:
+  void Refresh(const RuleSnapshot& rules, int64_t now_ms);
+
+  const bool filter_consumer_;
+  int64_t minute_bytes_ = 0;
+  int64_t slice_bytes_ = 0;
+  int64_t limit_bytes_ = 0;
+  int32_t limit_pause_ms_ = 0;
+  LowFetchItem low_fetch_;
+  int32_t empty_fetches_ = 0;
+  int64_t last_lag_ = -1;
+  int64_t next_refresh_ms_ = 0;
+  int64_t next_slice_ms_ = 0;
+};
+
+}  // namespace tubemq::flowctrl

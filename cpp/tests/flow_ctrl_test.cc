@@ -1,0 +1,174 @@
+// Flow control (behaviour.md §6): rule parsing and validation, evaluation in GMT+8,
+// update semantics, and the per-partition delays of the worked example in §6.6.
+#include <gtest/gtest.h>
+
+#include "flowctrl/flow_ctrl_rule_handler.h"
+#include "flowctrl/partition_pacer.h"
+
+namespace tubemq::flowctrl {
+namespace {
+
+constexpr char kWorkedExample[] = R"([
+ {"type":0,"rule":[{"start":"09:00","end":"18:30","dltInM":2048,"limitInM":10,"freqInMs":800}]},
+ {"type":1,"rule":[{"zeroCnt":2,"freqInMs":250},{"zeroCnt":6,"freqInMs":1500}]},
+ {"type":3,"rule":[{"normFreqInMs":50,"filterFreqInMs":120,"minDataFilterFreqInMs":600}]}
+])";
+
+// Epoch milliseconds of hh:mm:ss.ms GMT+8 on 2026-11-22.
+int64_t Gmt8(int hour, int minute, int second = 0, int ms = 0) {
+  const int64_t midnight_gmt8 = 1795276800000;  // 2026-11-22 00:00 GMT+8 = 11-21 16:00 UTC
+  return midnight_gmt8 + ((hour * 60 + minute) * 60 + second) * 1000 + ms;
+}
+
+RuleSnapshot GroupRules(const char* json) {
+  FlowCtrlRuleHandler handler;
+  EXPECT_TRUE(handler.UpdateGroup(7, json, 201));
+  return handler.Snapshot();
+}
+
+TEST(FlowCtrlRules, TimeOfDayIsGmtPlus8) {
+  EXPECT_EQ(Gmt8TimeOfDay(Gmt8(10, 15)), 1015);
+  EXPECT_EQ(Gmt8TimeOfDay(Gmt8(0, 0)), 0);
+  EXPECT_EQ(Gmt8TimeOfDay(Gmt8(23, 59, 59)), 2359);
+}
+
+TEST(FlowCtrlRules, WorkedExampleDerivedValues) {
+  FlowCtrlRules rules;
+  ASSERT_TRUE(FlowCtrlRules::Parse(kWorkedExample, rules).ok());
+  const auto limit = rules.DataLimitFor(3000000, 1015);
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_EQ(limit->bytes_per_minute, 10485760);
+  EXPECT_EQ(limit->pause_ms, 800);
+  EXPECT_FALSE(rules.DataLimitFor(2048, 1015).has_value());      // not above the threshold
+  EXPECT_FALSE(rules.DataLimitFor(3000000, 2000).has_value());   // outside the window
+  EXPECT_TRUE(rules.DataLimitFor(3000000, 1830).has_value());    // the end minute counts
+  EXPECT_EQ(rules.FrequencyPause(1, 400), 400);
+  EXPECT_EQ(rules.FrequencyPause(2, 400), 250);
+  EXPECT_EQ(rules.FrequencyPause(5, 400), 250);
+  EXPECT_EQ(rules.FrequencyPause(6, 400), 1500);
+  EXPECT_EQ(rules.low_fetch().normal_ms, 50);
+  EXPECT_EQ(rules.low_fetch().filter_ms, 120);
+  EXPECT_EQ(rules.low_fetch().slow_filter_ms, 600);
+}
+
+TEST(FlowCtrlRules, InvalidRecordsRejectTheWholeText) {
+  FlowCtrlRules rules;
+  for (const char* bad : {
+           "{}", "[1]", R"([{"type":9,"rule":[]}])",
+           R"([{"type":0,"rule":[{"start":"18:00","end":"09:00","dltInM":30,"limitInM":1,"freqInMs":300}]}])",
+           R"([{"type":0,"rule":[{"start":"09:00","end":"10:00","dltInM":20,"limitInM":1,"freqInMs":300}]}])",
+           R"([{"type":0,"rule":[{"start":"09:00","end":"10:00","dltInM":30,"limitInM":1,"freqInMs":100}]}])",
+           R"([{"type":1,"rule":[{"zeroCnt":0,"freqInMs":100}]}])",
+           R"([{"type":3,"rule":[{"filterFreqInMs":100}]}])",
+           R"([{"type":3,"rule":[{"filterFreqInMs":500,"minDataFilterFreqInMs":100}]}])",
+           "[{\"type\":1,"}) {
+    const Status status = FlowCtrlRules::Parse(bad, rules);
+    EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(FlowCtrlRules::Parse(" ", rules).ok());
+  EXPECT_TRUE(rules.empty());
+  // The deprecated type 2 is skipped unread.
+  ASSERT_TRUE(FlowCtrlRules::Parse(R"([{"type":2,"rule":"whatever"}])", rules).ok());
+  EXPECT_TRUE(rules.empty());
+}
+
+TEST(FlowCtrlRuleHandler, BadJsonKeepsTheOldRulesAndId) {
+  FlowCtrlRuleHandler handler;
+  ASSERT_TRUE(handler.UpdateGroup(7, kWorkedExample, 201));
+  EXPECT_EQ(handler.group_id(), 7);
+  EXPECT_EQ(handler.qry_priority_id(), 201);
+  EXPECT_FALSE(handler.UpdateGroup(7, "[]", 201));  // same id: nothing to do
+  EXPECT_FALSE(handler.UpdateGroup(8, "not json", 301));
+  EXPECT_EQ(handler.group_id(), 7);
+  EXPECT_EQ(handler.qry_priority_id(), 201);
+  EXPECT_TRUE(handler.Snapshot().group->has_frequency_rules());
+  EXPECT_TRUE(handler.GroupUnderFlowControl(Gmt8(10, 15)));
+  EXPECT_FALSE(handler.GroupUnderFlowControl(Gmt8(20, 0)));
+  // Disabled on the server (-2): the rules go.
+  EXPECT_TRUE(handler.UpdateGroup(kNoRulesId, "", kNoRulesId));
+  EXPECT_TRUE(handler.Snapshot().group->empty());
+  EXPECT_TRUE(handler.UpdateDefault(3, R"([{"type":1,"rule":[{"zeroCnt":1,"freqInMs":90}]}])"));
+  EXPECT_EQ(handler.default_id(), 3);
+}
+
+TEST(PartitionPacer, WorkedExampleA_BudgetThenPause) {
+  const RuleSnapshot rules = GroupRules(kWorkedExample);
+  PartitionPacer pacer(/*filter_consumer=*/false);
+  FetchOutcome opening;  // the release that opens the minute: lag known, nothing fetched
+  opening.code = 404;
+  opening.lag = 3000000;
+  opening.default_delay_ms = 400;
+  pacer.DelayAfter(opening, rules, Gmt8(10, 15, 0));
+  FetchOutcome first;
+  first.batch_bytes = 400000;
+  first.lag = 3000000;
+  first.processing_ms = 30;
+  EXPECT_EQ(pacer.DelayAfter(first, rules, Gmt8(10, 15, 1)), 20);  // 50 ms pace - 30 ms
+  FetchOutcome second;
+  second.batch_bytes = 500000;
+  EXPECT_EQ(pacer.DelayAfter(second, rules, Gmt8(10, 15, 2)), 800);  // slice budget spent
+  // A new slice: pacing is back to 50 ms.
+  FetchOutcome third;
+  third.batch_bytes = 1000;
+  EXPECT_EQ(pacer.DelayAfter(third, rules, Gmt8(10, 15, 6)), 50);
+}
+
+TEST(PartitionPacer, WorkedExampleB_FilterConsumers) {
+  const RuleSnapshot rules = GroupRules(kWorkedExample);
+  PartitionPacer pacer(/*filter_consumer=*/true);
+  FetchOutcome batch;
+  batch.batch_bytes = 1000;
+  batch.lag = 3000000;
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(10, 15, 1)), 120);
+  batch.require_slow = true;
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(10, 15, 1, 200)), 600);
+}
+
+TEST(PartitionPacer, WorkedExampleC_EmptyFetchesBackOff) {
+  const RuleSnapshot rules = GroupRules(kWorkedExample);
+  PartitionPacer pacer(false);
+  FetchOutcome empty;
+  empty.code = 404;
+  empty.default_delay_ms = 400;
+  std::vector<int64_t> delays;
+  for (int i = 0; i < 7; ++i) delays.push_back(pacer.DelayAfter(empty, rules, Gmt8(12, 0, i)));
+  EXPECT_EQ(delays, (std::vector<int64_t>{400, 250, 250, 250, 250, 1500, 1500}));
+  FetchOutcome data;
+  data.batch_bytes = 10;
+  pacer.DelayAfter(data, rules, Gmt8(12, 0, 8));
+  EXPECT_EQ(pacer.empty_fetches(), 0);  // any data resets the count
+}
+
+TEST(PartitionPacer, WorkedExampleD_OutsideTheWindowOnlyLowFetchPacing) {
+  const RuleSnapshot rules = GroupRules(kWorkedExample);
+  PartitionPacer pacer(false);
+  FetchOutcome batch;
+  batch.batch_bytes = 5 * 1024 * 1024;
+  batch.lag = 3000000;
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(20, 0, 0)), 50);
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(20, 0, 1)), 50);
+}
+
+TEST(PartitionPacer, WorkedExampleE_BrokerLimitUsesItsOwnDelay) {
+  const RuleSnapshot rules = GroupRules(kWorkedExample);
+  PartitionPacer pacer(false);
+  FetchOutcome limited;
+  limited.code = 452;
+  limited.default_delay_ms = 800;
+  EXPECT_EQ(pacer.DelayAfter(limited, rules, Gmt8(10, 0)), 800);
+}
+
+TEST(PartitionPacer, NoRulesMeansTheCodesOwnDelay) {
+  FlowCtrlRuleHandler handler;
+  PartitionPacer pacer(false);
+  FetchOutcome batch;
+  batch.batch_bytes = 100;
+  EXPECT_EQ(pacer.DelayAfter(batch, handler.Snapshot(), Gmt8(10, 0)), 0);
+  FetchOutcome empty;
+  empty.code = 404;
+  empty.default_delay_ms = 400;
+  EXPECT_EQ(pacer.DelayAfter(empty, handler.Snapshot(), Gmt8(10, 1)), 400);
+}
+
+}  // namespace
+}  // namespace tubemq::flowctrl
