@@ -1,11 +1,11 @@
 // Message bytes (protocol.md §5.9-5.11, §8.1; checklist items 12-14, 24).
 #include <gtest/gtest.h>
 
-#include "producer/message_data.h"
+#include "meta/message_data.h"
 #include "service/credentials.h"
 #include "test_bytes.h"
 
-namespace tubemq::producer {
+namespace tubemq::meta {
 namespace {
 
 using testing::ToHex;
@@ -76,9 +76,69 @@ TEST(MessageData, SentAddrIsTheAddressAsASignedInteger) {
 }
 
 TEST(Credentials, SignatureOfTheWorkedExample) {
-  EXPECT_EQ(service::AuthSignature("admin", "secret", 1700000000000, 12345),
+  EXPECT_EQ(::tubemq::service::AuthSignature("admin", "secret", 1700000000000, 12345),
             "GzIEn3jIHQZaZeKFky5I832KCzg%3D");
 }
 
 }  // namespace
-}  // namespace tubemq::producer
+}  // namespace tubemq::meta
+
+namespace tubemq::meta {
+namespace {
+
+using testing::FromHex;
+
+TEST(MessageDecoding, WorkedExampleOfTheSpec) {
+  const std::string data = FromHex("00 00 00 0C 24 6D 73 67 54 79 70 65 24 3D 74 31 68 69");
+  DecodedMessage message;
+  ASSERT_TRUE(DecodeMessageData(data, 1, 0x11D1E1B3, message));
+  EXPECT_EQ(message.attribute, "$msgType$=t1");
+  EXPECT_EQ(message.body, "hi");
+  EXPECT_EQ(message.msg_type, "t1");
+  EXPECT_TRUE(message.properties.empty());
+  // The views point into the fetched bytes: nothing was copied.
+  EXPECT_EQ(message.body.data(), data.data() + 16);
+}
+
+TEST(MessageDecoding, AnyChangedByteMakesTheMessageBeSkipped) {
+  const std::string data = FromHex("00 00 00 0C 24 6D 73 67 54 79 70 65 24 3D 74 31 68 69");
+  DecodedMessage message;
+  for (size_t i = 0; i < data.size(); ++i) {
+    std::string changed = data;
+    changed[i] = static_cast<char>(changed[i] ^ 0x01);
+    EXPECT_FALSE(DecodeMessageData(changed, 1, 0x11D1E1B3, message)) << i;
+  }
+  EXPECT_FALSE(DecodeMessageData(data, 1, 0x11D1E1B4, message));
+}
+
+TEST(MessageDecoding, HostileAttributeLengthsAreSkippedNotRead) {
+  DecodedMessage message;
+  for (const std::string& data : {FromHex("00 00"), FromHex("7F FF FF FF 61"),
+                                  FromHex("00 00 00 05 61 62")}) {
+    EXPECT_FALSE(DecodeMessageData(data, 1, MaskedCrc32(data), message));
+  }
+}
+
+TEST(MessageDecoding, RoundTripWithPropertiesAndTime) {
+  OutgoingMessage outgoing;
+  outgoing.msg_type = "A";
+  outgoing.msg_time = "202501011230";
+  outgoing.attributes = {{"k1", "v1"}, {"empty", ""}};
+  std::string attribute;
+  ASSERT_TRUE(BuildAttribute(outgoing, attribute).ok());
+  const MessageData encoded = EncodeMessageData(attribute, std::string("body"));
+  DecodedMessage message;
+  ASSERT_TRUE(DecodeMessageData(encoded.data, encoded.flag, MaskedCrc32(encoded.data), message));
+  EXPECT_EQ(message.msg_type, "A");
+  EXPECT_EQ(message.msg_time, "202501011230");
+  ASSERT_EQ(message.properties.size(), 2u);
+  EXPECT_EQ(message.properties[0].first, "k1");
+  EXPECT_EQ(message.properties[1].second, "");
+  EXPECT_EQ(message.body, "body");
+  // Without the flag the same bytes are all body.
+  ASSERT_TRUE(DecodeMessageData(encoded.data, 0, MaskedCrc32(encoded.data), message));
+  EXPECT_EQ(message.body, encoded.data);
+}
+
+}  // namespace
+}  // namespace tubemq::meta

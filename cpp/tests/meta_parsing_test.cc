@@ -6,6 +6,7 @@
 #include "codec/rpc_envelope.h"
 #include "meta/broker_info.h"
 #include "meta/partition.h"
+#include "meta/subscribe_info.h"
 #include "net/endpoint.h"
 
 namespace tubemq {
@@ -116,6 +117,41 @@ TEST(RemoteException, IsReportedAsNameHashMessage) {
   const Status status = codec::RemoteExceptionStatus(reply);
   EXPECT_EQ(status.code(), ErrorCode::kRemoteException);
   EXPECT_EQ(status.message(), "java.lang.Exception#No service 1 found on the server");
+}
+
+}  // namespace
+}  // namespace tubemq
+
+namespace tubemq {
+namespace {
+
+TEST(SubscribeInfo, FormatsAndParsesTheSpecExample) {
+  meta::SubscribeInfo info;
+  ASSERT_TRUE(meta::ParseSubscribeInfo("c1@g1#1:10.0.0.5:8123#demo:0", info).ok());
+  EXPECT_EQ(info.consumer_id, "c1");
+  EXPECT_EQ(info.group, "g1");
+  EXPECT_EQ(info.partition.broker.id, 1);
+  EXPECT_EQ(info.partition.broker.endpoint.ToString(), "10.0.0.5:8123");
+  EXPECT_EQ(info.partition.Key(), "1:demo:0");
+  EXPECT_EQ(meta::FormatSubscribeInfo(info), "c1@g1#1:10.0.0.5:8123#demo:0");
+  EXPECT_EQ(meta::PartitionFullString(info.partition), "1:10.0.0.5:8123#demo:0");
+}
+
+TEST(SubscribeInfo, MalformedStringsAreProtocolErrors) {
+  meta::SubscribeInfo info;
+  for (const char* bad : {"", "c1g1#1:h:1#t:0", "@g#1:h:1#t:0", "c@#1:h:1#t:0", "c@g#1:h:x#t:0",
+                          "c@g#1:h:1#t", "c@g#1:h:1", "c@g#1:h:0#t:0"}) {
+    EXPECT_EQ(meta::ParseSubscribeInfo(bad, info).code(), ErrorCode::kProtocolError) << bad;
+  }
+}
+
+TEST(SubscribeInfo, BrokerFailureInfoSplitsAtTheFirstColon) {
+  int32_t code = 0;
+  meta::Partition partition;
+  ASSERT_TRUE(meta::ParsePartitionFailure("411:1:10.0.0.5:8123#demo:0", code, partition).ok());
+  EXPECT_EQ(code, 411);
+  EXPECT_EQ(partition.Key(), "1:demo:0");
+  EXPECT_FALSE(meta::ParsePartitionFailure("x:1:h:1#t:0", code, partition).ok());
 }
 
 }  // namespace

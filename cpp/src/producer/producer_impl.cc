@@ -6,7 +6,7 @@
 #include "log/log.h"
 #include "meta/client_id.h"
 #include "meta/text.h"
-#include "producer/message_data.h"
+#include "meta/message_data.h"
 #include "tubemq/version.h"
 
 namespace tubemq {
@@ -33,7 +33,7 @@ Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
       options_(options),
       credentials_(config_.auth_user, config_.auth_password),
       local_host_(config_.local_host.empty() ? meta::LocalIPv4() : config_.local_host),
-      sent_addr_(producer::SentAddr(local_host_)),
+      sent_addr_(meta::SentAddr(local_host_)),
       client_id_(meta::MakeClientId("", local_host_)),
       engine_(std::move(engine)),
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),

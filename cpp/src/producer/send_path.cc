@@ -7,7 +7,7 @@
 #include "MasterService.pb.h"
 #include "log/log.h"
 #include "meta/text.h"
-#include "producer/message_data.h"
+#include "meta/message_data.h"
 #include "producer/producer_impl.h"
 #include "service/rpc_call.h"
 
@@ -44,7 +44,7 @@ bool Ambiguous(const Status& status) {
 struct Producer::Impl::SendJob {
   std::string topic;
   std::optional<std::string> key;
-  producer::MessageData data;
+  meta::MessageData data;
   std::string msg_type;
   std::string msg_time;
   SendCallback callback;
@@ -120,9 +120,9 @@ Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
   if (job.topic.empty()) return Status(ErrorCode::kTopicBlank, "the topic is blank");
   if (message.body.empty()) return Status(ErrorCode::kBodyEmpty, "the message body is empty");
   std::string attribute;
-  Status built = producer::BuildAttribute(message, attribute);
+  Status built = meta::BuildAttribute(message, attribute);
   if (!built.ok()) return built;
-  job.data = producer::EncodeMessageData(attribute, std::move(message.body));
+  job.data = meta::EncodeMessageData(attribute, std::move(message.body));
   int64_t limit = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -170,7 +170,7 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
       request.set_partitionid(chosen->id);
       request.set_data(job->data.data);
       request.set_flag(job->data.flag);
-      request.set_checksum(producer::MaskedCrc32(job->data.data));
+      request.set_checksum(meta::MaskedCrc32(job->data.data));
       request.set_sentaddr(sent_addr_);
       if (!job->msg_type.empty()) request.set_msgtype(job->msg_type);
       if (!job->msg_time.empty()) request.set_msgtime(job->msg_time);

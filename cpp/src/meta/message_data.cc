@@ -1,4 +1,4 @@
-#include "producer/message_data.h"
+#include "meta/message_data.h"
 
 #include <zlib.h>
 
@@ -8,11 +8,11 @@
 #include "codec/big_endian.h"
 #include "meta/text.h"
 
-namespace tubemq::producer {
+namespace tubemq::meta {
 namespace {
 
 Status CheckAttributePart(std::string_view what, std::string_view text, bool may_be_blank) {
-  if (!may_be_blank && meta::Trim(text).empty()) {
+  if (!may_be_blank && Trim(text).empty()) {
     return Status(ErrorCode::kInvalidArgument, std::string(what) + " must not be blank");
   }
   if (text.find_first_of(",=") != std::string_view::npos) {
@@ -88,15 +88,51 @@ int32_t MaskedCrc32(std::string_view data) {
 }
 
 int32_t SentAddr(std::string_view ipv4) {
-  const auto parts = meta::Split(ipv4, '.');
+  const auto parts = Split(ipv4, '.');
   if (parts.size() != 4) return 0;
   uint32_t value = 0;
   for (std::string_view part : parts) {
     int64_t octet = 0;
-    if (!meta::ParseInt(part, octet) || octet < 0 || octet > 255) return 0;
+    if (!ParseInt(part, octet) || octet < 0 || octet > 255) return 0;
     value = (value << 8) | static_cast<uint32_t>(octet);
   }
   return static_cast<int32_t>(value);
 }
 
-}  // namespace tubemq::producer
+bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
+                       DecodedMessage& out) {
+  out = DecodedMessage();
+  if (MaskedCrc32(data) != check_sum) return false;
+  std::string_view rest = data;
+  if ((flag & 1) != 0) {
+    if (rest.size() < 4) return false;
+    const uint32_t length = codec::GetUint32(reinterpret_cast<const uint8_t*>(rest.data()));
+    rest.remove_prefix(4);
+    if (length > rest.size()) return false;
+    out.attribute = rest.substr(0, length);
+    rest.remove_prefix(length);
+  }
+  out.body = rest;
+  if (out.attribute.empty()) return true;
+  for (std::string_view item : Split(out.attribute, ',')) {
+    const size_t equals = item.find('=');
+    if (equals == std::string_view::npos) continue;
+    const std::string_view key = item.substr(0, equals);
+    const std::string_view value = item.substr(equals + 1);
+    if (Trim(key).empty()) continue;
+    if (key == kMsgTypeKey) {
+      out.msg_type = value;
+    } else if (key == kMsgTimeKey) {
+      const bool twelve_digits =
+          value.size() == 12 && std::all_of(value.begin(), value.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+          });
+      if (twelve_digits) out.msg_time = value;
+    } else {
+      out.properties.emplace_back(key, value);
+    }
+  }
+  return true;
+}
+
+}  // namespace tubemq::meta

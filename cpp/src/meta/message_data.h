@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tubemq/message.h"
 #include "tubemq/status.h"
 
-namespace tubemq::producer {
+namespace tubemq::meta {
 
 inline constexpr std::string_view kMsgTypeKey = "$msgType$";
 inline constexpr std::string_view kMsgTimeKey = "$msgTime$";
@@ -33,4 +35,21 @@ int32_t MaskedCrc32(std::string_view data);
 // "a.b.c.d" -> (a<<24 | b<<16 | c<<8 | d) as int32; 0 for anything else.
 int32_t SentAddr(std::string_view ipv4);
 
-}  // namespace tubemq::producer
+// A received message (protocol.md §5.12), as views into the fetched bytes: nothing is
+// copied, so the views live as long as the buffer that holds `data`.
+struct DecodedMessage {
+  std::string_view attribute;  // "" when the message has none
+  std::string_view body;
+  std::string_view msg_type;   // from the "$msgType$" item
+  std::string_view msg_time;   // from "$msgTime$", only when it is 12 digits
+  // The other "key=value" items, in order; items without '=' or with a blank key are
+  // dropped, as the Java client drops them.
+  std::vector<std::pair<std::string_view, std::string_view>> properties;
+};
+
+// false when the message must be skipped: checksum mismatch, or an attribute header
+// that does not fit the data (a corrupt or hostile message).
+bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
+                       DecodedMessage& out);
+
+}  // namespace tubemq::meta
