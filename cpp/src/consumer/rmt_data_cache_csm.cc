@@ -1,0 +1,224 @@
+#include "consumer/rmt_data_cache_csm.h"
+
+#include <algorithm>
+
+#include "meta/text.h"
+
+namespace tubemq::consumer {
+namespace {
+
+constexpr std::chrono::milliseconds kImmediate{10};
+
+}  // namespace
+
+bool RmtDataCacheCsm::Add(const meta::Partition& partition, Offsets offsets) {
+  const std::string key = partition.Key();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (held_.count(key) != 0) return false;
+    held_[key] = Entry{partition, offsets, false};
+    idle_.push_back(key);
+  }
+  selectable_.notify_one();
+  return true;
+}
+
+void RmtDataCacheCsm::ForgetLocked(const std::string& key) {
+  held_.erase(key);
+  in_use_.erase(key);
+  resting_.erase(key);
+  idle_.erase(std::remove(idle_.begin(), idle_.end(), key), idle_.end());
+}
+
+std::optional<RmtDataCacheCsm::Removed> RmtDataCacheCsm::Remove(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = held_.find(key);
+  if (found == held_.end()) return std::nullopt;
+  Removed removed{found->second.partition, found->second.last_pack_consumed,
+                  in_use_.count(key) != 0};
+  ForgetLocked(key);
+  return removed;
+}
+
+std::vector<RmtDataCacheCsm::Removed> RmtDataCacheCsm::RemoveBroker(int32_t broker_id) {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, entry] : held_) {
+      if (entry.partition.broker.id == broker_id) keys.push_back(key);
+    }
+  }
+  std::vector<Removed> out;
+  for (const auto& key : keys) {
+    if (auto removed = Remove(key)) out.push_back(std::move(*removed));
+  }
+  return out;
+}
+
+std::optional<RmtDataCacheCsm::Clock::time_point> RmtDataCacheCsm::WakeRested(
+    Clock::time_point now) {
+  std::optional<Clock::time_point> earliest;
+  // Wake in order of readiness, so that the idle queue stays fair.
+  std::vector<std::pair<Clock::time_point, std::string>> ready;
+  for (auto it = resting_.begin(); it != resting_.end();) {
+    if (it->second <= now) {
+      ready.emplace_back(it->second, it->first);
+      it = resting_.erase(it);
+    } else {
+      earliest = earliest ? std::min(*earliest, it->second) : it->second;
+      ++it;
+    }
+  }
+  std::sort(ready.begin(), ready.end());
+  for (auto& item : ready) idle_.push_back(std::move(item.second));
+  return earliest;
+}
+
+Status RmtDataCacheCsm::SelectLocked(Selection& out) {
+  if (closed_) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
+  WakeRested(Clock::now());
+  if (!idle_.empty()) {
+    const std::string key = idle_.front();
+    idle_.pop_front();
+    Entry& entry = held_.at(key);
+    out.partition = entry.partition;
+    out.token = next_token_++;
+    out.last_pack_consumed = entry.last_pack_consumed;
+    in_use_[key] = Booking{out.token, Clock::now()};
+    return Status::OK();
+  }
+  if (held_.empty()) return Status(ErrorCode::kNoPartitionAssigned, "no partition assigned");
+  if (!resting_.empty()) {
+    return Status(ErrorCode::kAllPartitionWaiting, "every partition is waiting out a delay");
+  }
+  return Status(ErrorCode::kAllPartitionInUse, "every partition has a batch awaiting confirm");
+}
+
+Status RmtDataCacheCsm::Select(Selection& out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return SelectLocked(out);
+}
+
+Status RmtDataCacheCsm::WaitSelect(Clock::time_point deadline, Selection& out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    Status status = SelectLocked(out);
+    if (status.ok() || closed_) return status;
+    const auto earliest = WakeRested(Clock::now());
+    const auto until = earliest ? std::min(*earliest, deadline) : deadline;
+    if (Clock::now() >= deadline) return status;
+    selectable_.wait_until(lock, until);
+  }
+}
+
+bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_pack_consumed,
+                              std::chrono::milliseconds delay) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto booking = in_use_.find(key);
+    if (booking == in_use_.end() || booking->second.token != token) return false;
+    in_use_.erase(booking);
+    auto entry = held_.find(key);
+    if (entry == held_.end()) return false;
+    entry->second.last_pack_consumed = last_pack_consumed;
+    if (delay <= kImmediate) {
+      idle_.push_back(key);
+    } else {
+      resting_[key] = Clock::now() + delay;
+    }
+  }
+  // A resting partition changes the earliest wake-up time of waiters too.
+  selectable_.notify_all();
+  return true;
+}
+
+bool RmtDataCacheCsm::IsInUse(const std::string& key, uint64_t token) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto booking = in_use_.find(key);
+  return booking != in_use_.end() && booking->second.token == token;
+}
+
+std::vector<std::string> RmtDataCacheCsm::ExpireUnconfirmed(std::chrono::milliseconds timeout) {
+  std::vector<std::pair<std::string, uint64_t>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = Clock::now();
+    for (const auto& [key, booking] : in_use_) {
+      if (now - booking.since > timeout) expired.emplace_back(key, booking.token);
+    }
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, token] : expired) {
+    if (Release(key, token, /*last_pack_consumed=*/false, std::chrono::milliseconds(0))) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
+void RmtDataCacheCsm::UpdateOffsets(const std::string& key, Offsets offsets) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = held_.find(key);
+  if (found != held_.end()) found->second.offsets = offsets;
+}
+
+std::optional<RmtDataCacheCsm::Offsets> RmtDataCacheCsm::OffsetsOf(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = held_.find(key);
+  if (found == held_.end()) return std::nullopt;
+  return found->second.offsets;
+}
+
+bool RmtDataCacheCsm::IsFirstRegistration(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return registered_.count(key) == 0;
+}
+
+void RmtDataCacheCsm::BookRegistration(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  registered_.insert(key);
+}
+
+std::vector<meta::Partition> RmtDataCacheCsm::Held() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<meta::Partition> out;
+  for (const auto& [key, entry] : held_) out.push_back(entry.partition);
+  return out;
+}
+
+std::map<int32_t, std::vector<meta::Partition>> RmtDataCacheCsm::HeldByBroker() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<int32_t, std::vector<meta::Partition>> out;
+  for (const auto& [key, entry] : held_) out[entry.partition.broker.id].push_back(entry.partition);
+  return out;
+}
+
+size_t RmtDataCacheCsm::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return held_.size();
+}
+
+void RmtDataCacheCsm::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  selectable_.notify_all();
+}
+
+std::string RmtDataCacheCsm::ConfirmContext(const std::string& key, uint64_t token) {
+  return key + "@" + std::to_string(token);
+}
+
+bool RmtDataCacheCsm::ParseConfirmContext(std::string_view context, std::string& key,
+                                          uint64_t& token) {
+  const size_t at = context.rfind('@');
+  if (at == std::string_view::npos || at == 0) return false;
+  int64_t parsed = 0;
+  if (!meta::ParseInt(context.substr(at + 1), parsed) || parsed <= 0) return false;
+  key = std::string(context.substr(0, at));
+  token = static_cast<uint64_t>(parsed);
+  return true;
+}
+
+}  // namespace tubemq::consumer

@@ -1,0 +1,121 @@
+// RmtDataCacheCsm: the consumer's cache of held partitions (behaviour.md §4). Each held
+// partition is in exactly one of three places: the idle queue (selectable, served FIFO,
+// so partitions take turns), the in-use map (one batch out, identified by a booking
+// token), or the delayed map (resting until a time). A pull selects an idle partition;
+// its confirm, or a fetch error, releases it with a delay.
+//
+// Thread-safe: one mutex, never held while calling out; a condition variable wakes
+// pollers when a partition becomes selectable, so waiting needs no fixed sleeps.
+// Tokens come from a per-cache counter, never the clock, so a stale confirm context
+// can never match a later selection (§4.4).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meta/partition.h"
+#include "tubemq/status.h"
+
+namespace tubemq::consumer {
+
+class RmtDataCacheCsm {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Selection {
+    meta::Partition partition;
+    uint64_t token = 0;
+    bool last_pack_consumed = false;  // what the fetch must tell the broker
+  };
+
+  struct Removed {
+    meta::Partition partition;
+    bool last_pack_consumed = false;
+    bool was_in_use = false;
+  };
+
+  struct Offsets {
+    int64_t current = -1;
+    int64_t max = -1;
+  };
+
+  // Holds a partition (registered at its broker) as idle. False if already held.
+  bool Add(const meta::Partition& partition, Offsets offsets);
+
+  // Forgets a partition, wherever it is.
+  std::optional<Removed> Remove(const std::string& key);
+  std::vector<Removed> RemoveBroker(int32_t broker_id);
+
+  // Takes the first idle partition, or says why there is none: 406 nothing held, 407
+  // all resting, 408 all in use, or 420 after Close().
+  Status Select(Selection& out);
+  // The same, waiting until `deadline` for a partition to become selectable.
+  Status WaitSelect(Clock::time_point deadline, Selection& out);
+
+  // Gives an in-use partition back after `delay` (at once if <= 10 ms). Ignored, and
+  // false, unless `token` is the partition's current booking.
+  bool Release(const std::string& key, uint64_t token, bool last_pack_consumed,
+               std::chrono::milliseconds delay);
+  bool IsInUse(const std::string& key, uint64_t token) const;
+
+  // Releases partitions in use for longer than `timeout` as not consumed (their batch
+  // will be delivered again); returns their keys.
+  std::vector<std::string> ExpireUnconfirmed(std::chrono::milliseconds timeout);
+
+  void UpdateOffsets(const std::string& key, Offsets offsets);
+  std::optional<Offsets> OffsetsOf(const std::string& key) const;
+
+  // First registration of a key by this consumer: true once, then false (§3.6). Booked
+  // only by the caller after a registration succeeded.
+  bool IsFirstRegistration(const std::string& key) const;
+  void BookRegistration(const std::string& key);
+
+  std::vector<meta::Partition> Held() const;
+  std::map<int32_t, std::vector<meta::Partition>> HeldByBroker() const;
+  size_t size() const;
+
+  // Wakes every waiter; later selections fail with 420.
+  void Close();
+
+  // "<partition key>@<token>": opaque to users.
+  static std::string ConfirmContext(const std::string& key, uint64_t token);
+  static bool ParseConfirmContext(std::string_view context, std::string& key, uint64_t& token);
+
+ private:
+  struct Entry {
+    meta::Partition partition;
+    Offsets offsets;
+    bool last_pack_consumed = false;
+  };
+
+  // Moves partitions whose rest is over to the idle queue; returns the earliest time a
+  // still-resting one will be ready.
+  std::optional<Clock::time_point> WakeRested(Clock::time_point now);
+  Status SelectLocked(Selection& out);
+  void ForgetLocked(const std::string& key);
+
+  mutable std::mutex mutex_;
+  std::condition_variable selectable_;
+  bool closed_ = false;
+  uint64_t next_token_ = 1;
+  std::map<std::string, Entry> held_;
+  std::deque<std::string> idle_;
+  struct Booking {
+    uint64_t token;
+    Clock::time_point since;
+  };
+  std::map<std::string, Booking> in_use_;
+  std::map<std::string, Clock::time_point> resting_;
+  std::set<std::string> registered_;
+};
+
+}  // namespace tubemq::consumer
