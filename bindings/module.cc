@@ -11,6 +11,7 @@ void RegisterErrors(py::module_& module);
 void RegisterLogging(py::module_& module);
 void RegisterService(py::module_& module);
 void RegisterProducer(py::module_& module);
+void RegisterConsumer(py::module_& module);
 }  // namespace tubemq::bindings
 
 PYBIND11_MODULE(_core, module) {
@@ -20,4 +21,5 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterLogging(module);
   tubemq::bindings::RegisterService(module);
   tubemq::bindings::RegisterProducer(module);
+  tubemq::bindings::RegisterConsumer(module);
 }

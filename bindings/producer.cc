@@ -19,13 +19,6 @@ namespace py = pybind11;
 namespace tubemq::bindings {
 namespace {
 
-bool InterpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
 
 // Owns the native producer so that its destruction (which may wait briefly for an
 // unregistration) happens with the GIL released.

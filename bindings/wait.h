@@ -16,6 +16,16 @@ namespace tubemq::bindings {
 
 inline constexpr std::chrono::milliseconds kWaitSlice{50};
 
+// Destructors of native clients release the GIL while they wait for the core, except
+// during interpreter shutdown, when the GIL must not be touched.
+inline bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 // Waits for `future`; `timeout_s` of None waits for as long as it takes. Raises the
 // pending Python exception on a signal (KeyboardInterrupt), TimeoutError on timeout.
 template <typename T>

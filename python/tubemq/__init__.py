@@ -6,10 +6,12 @@ thread and opens no connection.
 """
 
 from tubemq import _core
+from tubemq.consumer import Consumer, Message
 from tubemq.errors import (
     AuthenticationError,
     AuthorizationError,
     ClientClosedError,
+    CommitError,
     ConfigError,
     ConnectionError,
     ConsumerGroupConflictError,
@@ -31,11 +33,14 @@ __all__ = [
     "AuthenticationError",
     "AuthorizationError",
     "ClientClosedError",
+    "CommitError",
     "ConfigError",
     "ConnectionError",
+    "Consumer",
     "ConsumerGroupConflictError",
     "ForkedClientError",
     "InvalidMessageError",
+    "Message",
     "PartitionOccupiedError",
     "Producer",
     "QueueFullError",

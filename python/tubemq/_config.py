@@ -231,3 +231,80 @@ def native_producer_options(values: Mapping[str, Any]) -> _core.ProducerOptions:
     options.max_in_flight = values["max_in_flight"]
     options.send_retries = values["send_retries"]
     return options
+
+
+def _normalize_topics(value: Any) -> dict[str, list[str]]:
+    """A list of topics, or a dict of topic to msgType filter items (None: no filter)."""
+    if isinstance(value, str):
+        value = [value]
+    items = value.items() if isinstance(value, Mapping) else ((topic, None) for topic in value)
+    topics: dict[str, list[str]] = {}
+    for topic, filters in items:
+        if not isinstance(topic, str) or not topic.strip():
+            raise ValueError(f"topic names must be non-blank strings, got {topic!r}")
+        if filters is None:
+            filters = []
+        if isinstance(filters, str) or not all(isinstance(f, str) and f for f in filters):
+            raise ValueError(f"the filters of '{topic}' must be a list of non-blank strings")
+        topics[topic.strip()] = sorted(set(filters))
+    if not topics:
+        raise ValueError("at least one topic is needed")
+    return topics
+
+
+def _check_consume_from(value: Any) -> str:
+    if value not in ("earliest", "latest", "max_always"):
+        raise ValueError(f"must be 'earliest', 'latest' or 'max_always', got {value!r}")
+    return value
+
+
+CONSUMER_KEYS: tuple[Key, ...] = (
+    Key(
+        "group",
+        str,
+        None,
+        "The consumer group; members share the topics' partitions.",
+        required=True,
+    ),
+    Key(
+        "topics",
+        (str, list, tuple, dict),
+        None,
+        "Topics to consume: a list, or a dict of topic to a list of msgType filter items.",
+        required=True,
+        convert=_normalize_topics,
+    ),
+    Key(
+        "consume_from",
+        str,
+        "latest",
+        "Where a new group starts: 'earliest', 'latest', or 'max_always' (skip the backlog "
+        "at every start).",
+        convert=_check_consume_from,
+    ),
+    Key(
+        "auto_commit",
+        bool,
+        True,
+        "Commit a batch once all its messages were returned by poll(), before the next "
+        "fetch, and at close.",
+    ),
+    Key(
+        "msg_not_found_wait_ms",
+        int,
+        400,
+        "How long a partition without new data rests before it is fetched again.",
+        min=0,
+        max=60000,
+    ),
+    Key(
+        "confirm_timeout_ms",
+        int,
+        60000,
+        "A batch not committed within this time is delivered again.",
+        min=1000,
+        max=3_600_000,
+    ),
+)
+
+CONSUMER_SCHEMA = Schema("consumer", CLIENT_KEYS + CONSUMER_KEYS)

@@ -89,6 +89,10 @@ class ClientClosedError(TubeMQError):
     """The client is closed, or was closed while the call waited (420, 2002)."""
 
 
+class CommitError(TubeMQError):
+    """A commit or nack for a batch that is no longer outstanding (2004)."""
+
+
 class ForkedClientError(TubeMQError):
     """A client created before ``fork()`` was used in the child process."""
 
@@ -111,6 +115,7 @@ _CLASS_BY_CODE: dict[int, type[TubeMQError]] = {
     1011: QueueFullError,
     1012: ForkedClientError,
     2002: ClientClosedError,
+    2004: CommitError,
     5001: ConnectionError,
 }
 

@@ -68,6 +68,7 @@ enum class ErrorCode : int32_t {
   kQueueFull = 1011,          // the in-flight window is full and blocking was not wanted
   kForkedClient = 1012,       // a client created before fork() used in the child
   kServiceStopped = 2002,     // the I/O service stopped under a pending request
+  kConfirmContextInvalid = 2004,  // a confirm for a batch that is no longer outstanding
   kProtocolError = 5001,      // bytes that break the frame or envelope rules
 };
 

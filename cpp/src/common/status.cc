@@ -61,6 +61,7 @@ const char* ErrorCodeName(int32_t code) {
     case ErrorCode::kQueueFull: return "QUEUE_FULL";
     case ErrorCode::kForkedClient: return "FORKED_CLIENT";
     case ErrorCode::kServiceStopped: return "SERVICE_STOPPED";
+    case ErrorCode::kConfirmContextInvalid: return "CONFIRM_CONTEXT_INVALID";
   }
   return "UNKNOWN";
 }

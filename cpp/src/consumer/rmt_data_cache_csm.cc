@@ -179,6 +179,13 @@ void RmtDataCacheCsm::BookRegistration(const std::string& key) {
   registered_.insert(key);
 }
 
+std::optional<meta::Partition> RmtDataCacheCsm::Find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = held_.find(key);
+  if (found == held_.end()) return std::nullopt;
+  return found->second.partition;
+}
+
 std::vector<meta::Partition> RmtDataCacheCsm::Held() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<meta::Partition> out;

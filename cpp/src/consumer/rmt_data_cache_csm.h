@@ -79,6 +79,7 @@ class RmtDataCacheCsm {
   bool IsFirstRegistration(const std::string& key) const;
   void BookRegistration(const std::string& key);
 
+  std::optional<meta::Partition> Find(const std::string& key) const;
   std::vector<meta::Partition> Held() const;
   std::map<int32_t, std::vector<meta::Partition>> HeldByBroker() const;
   size_t size() const;

@@ -5,44 +5,9 @@
 #include <unistd.h>
 
 #include "producer/producer_impl.h"
+#include "service/client_settings.h"
 
 namespace tubemq {
-namespace {
-
-std::future<Status> Ready(Status status) {
-  std::promise<Status> promise;
-  promise.set_value(std::move(status));
-  return promise.get_future();
-}
-
-// Turns a promise into the completion callback the Impl takes.
-std::pair<std::future<Status>, Producer::Impl::Done> MakeCompletion() {
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
-  return {std::move(future), [promise](const Status& status) { promise->set_value(status); }};
-}
-
-Status ValidateConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters) {
-  Status status = net::ParseEndpointList(config.masters, masters);
-  if (!status.ok()) return status;
-  const auto positive = [](int64_t value, const char* name) {
-    return value > 0 ? Status::OK()
-                     : Status(ErrorCode::kInvalidArgument,
-                              std::string(name) + " must be positive, got " +
-                                  std::to_string(value));
-  };
-  for (const Status& check :
-       {positive(config.rpc_timeout_ms, "rpc_timeout_ms"),
-        positive(config.connect_timeout_ms, "connect_timeout_ms"),
-        positive(config.heartbeat_period_ms, "heartbeat_period_ms"),
-        positive(config.register_attempts, "register_attempts"),
-        positive(config.register_retry_wait_ms, "register_retry_wait_ms")}) {
-    if (!check.ok()) return check;
-  }
-  return Status::OK();
-}
-
-}  // namespace
 
 struct Producer::Shell {
   Status construction;
@@ -53,7 +18,7 @@ struct Producer::Shell {
 Producer::Producer(ClientConfig config, ProducerOptions options)
     : shell_(std::make_unique<Shell>()) {
   std::vector<net::Endpoint> masters;
-  shell_->construction = ValidateConfig(config, masters);
+  shell_->construction = service::ValidateClientConfig(config, masters);
   if (!shell_->construction.ok()) return;
   if (options.max_in_flight < 1 || options.send_retries < 0) {
     shell_->construction = Status(ErrorCode::kInvalidArgument,
@@ -92,16 +57,16 @@ Status Producer::Usable() const {
 
 std::future<Status> Producer::Start() {
   Status usable = Usable();
-  if (!usable.ok()) return Ready(usable);
-  auto [future, done] = MakeCompletion();
+  if (!usable.ok()) return service::ReadyFuture(usable);
+  auto [future, done] = service::MakeCompletion();
   impl_->Start(std::move(done));
   return std::move(future);
 }
 
 std::future<Status> Producer::Publish(std::vector<std::string> topics) {
   Status usable = Usable();
-  if (!usable.ok()) return Ready(usable);
-  auto [future, done] = MakeCompletion();
+  if (!usable.ok()) return service::ReadyFuture(usable);
+  auto [future, done] = service::MakeCompletion();
   impl_->Publish(std::move(topics), std::move(done));
   return std::move(future);
 }
@@ -132,9 +97,12 @@ std::vector<std::string> Producer::PublishedTopics() const {
 
 std::future<Status> Producer::Close() {
   Status usable = Usable();
-  if (!usable.ok()) return Ready(usable.code() == ErrorCode::kInvalidArgument ? Status::OK()
-                                                                               : usable);
-  auto [future, done] = MakeCompletion();
+  if (!usable.ok()) {
+    // A producer whose config was refused never started: closing it is a no-op.
+    return service::ReadyFuture(usable.code() == ErrorCode::kInvalidArgument ? Status::OK()
+                                                                            : usable);
+  }
+  auto [future, done] = service::MakeCompletion();
   impl_->Close(std::move(done));
   return std::move(future);
 }

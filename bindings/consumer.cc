@@ -1,0 +1,183 @@
+// tubemq._core.Consumer, Batch and Message. Polls wait in short slices with the GIL
+// released and signals checked between them; message values are exposed through the
+// buffer protocol as views into the fetched bytes (no copy).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+
+#include "errors.h"
+#include "tubemq/consumer.h"
+#include "wait.h"
+
+namespace py = pybind11;
+
+namespace tubemq::bindings {
+namespace {
+
+bool NothingNow(ErrorCode code) {
+  return code == ErrorCode::kNotFound || code == ErrorCode::kNoPartitionAssigned ||
+         code == ErrorCode::kAllPartitionWaiting || code == ErrorCode::kAllPartitionInUse;
+}
+
+// One message of a batch; keeps the batch (and so its bytes) alive.
+struct PyMessage {
+  std::shared_ptr<const ReceivedBatch> batch;
+  size_t index = 0;
+  const ReceivedMessage& message() const { return batch->messages[index]; }
+};
+
+ConsumePosition ParsePosition(const std::string& text) {
+  if (text == "earliest") return ConsumePosition::kEarliest;
+  if (text == "latest") return ConsumePosition::kLatest;
+  if (text == "max_always") return ConsumePosition::kMaxAlways;
+  ThrowStatus(Status(ErrorCode::kInvalidArgument,
+                     "consume_from must be 'earliest', 'latest' or 'max_always', got '" + text +
+                         "'"));
+  return ConsumePosition::kLatest;
+}
+
+class PyConsumer {
+ public:
+  PyConsumer(const ClientConfig& config, ConsumerOptions options)
+      : consumer_(std::make_unique<Consumer>(config, std::move(options))) {
+    Check(consumer_->Usable());
+  }
+  ~PyConsumer() {
+    if (Py_IsInitialized() && !InterpreterFinalizing()) {
+      py::gil_scoped_release release;
+      consumer_.reset();
+    } else {
+      consumer_.reset();
+    }
+  }
+
+  void Start(std::optional<double> timeout) {
+    auto future = consumer_->Start();
+    Check(WaitFor(future, timeout, "consumer start"));
+  }
+
+  // A batch, or None when nothing arrived within `timeout` seconds.
+  std::optional<std::shared_ptr<const ReceivedBatch>> Poll(double timeout) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout));
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto slice = std::max(std::chrono::milliseconds(0), std::min(left, kWaitSlice));
+      auto batch = std::make_shared<ReceivedBatch>();
+      Status status;
+      {
+        py::gil_scoped_release release;
+        status = consumer_->Poll(slice, *batch);
+      }
+      if (status.ok()) return std::shared_ptr<const ReceivedBatch>(std::move(batch));
+      if (!NothingNow(status.code())) ThrowStatus(status);
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (Clock::now() >= deadline) return std::nullopt;
+    }
+  }
+
+  void Confirm(const std::string& context, bool consumed) {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = consumer_->Confirm(context, consumed);
+    }
+    Check(status);
+  }
+
+  void Close(std::optional<double> timeout) {
+    auto future = consumer_->Close();
+    Status status = WaitFor(future, timeout, "consumer close");
+    {
+      py::gil_scoped_release release;
+      consumer_->ReleaseService();
+    }
+    Check(status);
+  }
+
+  Consumer& native() { return *consumer_; }
+
+ private:
+  std::unique_ptr<Consumer> consumer_;
+};
+
+}  // namespace
+
+void RegisterConsumer(py::module_& module) {
+  py::class_<PyMessage>(module, "Message", py::buffer_protocol(),
+                        "A received message; its bytes are the buffer (memoryview(msg)).")
+      .def_buffer([](PyMessage& self) {
+        const std::string_view body = self.message().body;
+        return py::buffer_info(const_cast<char*>(body.data()), 1,
+                               py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(body.size())}, {1}, /*readonly=*/true);
+      })
+      .def_property_readonly("message_id", [](const PyMessage& self) {
+        return self.message().message_id;
+      })
+      .def_property_readonly("topic", [](const PyMessage& self) { return self.batch->topic; })
+      .def_property_readonly("partition_key",
+                             [](const PyMessage& self) { return self.batch->partition_key; })
+      .def_property_readonly("batch_offset", [](const PyMessage& self) { return self.batch->offset; })
+      .def_property_readonly("confirm_context",
+                             [](const PyMessage& self) { return self.batch->confirm_context; })
+      .def_property_readonly("msg_type", [](const PyMessage& self) {
+        return self.message().msg_type.empty() ? py::object(py::none())
+                                               : py::object(py::str(self.message().msg_type));
+      })
+      .def_property_readonly("msg_time", [](const PyMessage& self) {
+        return self.message().msg_time.empty() ? py::object(py::none())
+                                               : py::object(py::str(self.message().msg_time));
+      })
+      .def_property_readonly("attrs", [](const PyMessage& self) {
+        py::dict out;
+        for (const auto& [key, value] : self.message().properties) out[py::str(key)] = value;
+        return out;
+      })
+      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); });
+
+  py::class_<ReceivedBatch, std::shared_ptr<ReceivedBatch>>(module, "Batch",
+                                                             "The messages of one fetch.")
+      .def_readonly("topic", &ReceivedBatch::topic)
+      .def_readonly("partition_key", &ReceivedBatch::partition_key)
+      .def_readonly("confirm_context", &ReceivedBatch::confirm_context)
+      .def_readonly("offset", &ReceivedBatch::offset)
+      .def_readonly("max_offset", &ReceivedBatch::max_offset)
+      .def("messages", [](const std::shared_ptr<ReceivedBatch>& batch) {
+        py::list out;
+        for (size_t i = 0; i < batch->messages.size(); ++i) {
+          out.append(py::cast(PyMessage{batch, i}));
+        }
+        return out;
+      })
+      .def("__len__", [](const ReceivedBatch& batch) { return batch.messages.size(); });
+
+  py::class_<PyConsumer>(module, "Consumer", "The native consumer (use tubemq.Consumer).")
+      .def(py::init([](const ClientConfig& config, std::string group,
+                       std::map<std::string, std::set<std::string>> topics,
+                       const std::string& consume_from, int64_t msg_not_found_wait_ms,
+                       int64_t confirm_timeout_ms) {
+             ConsumerOptions options;
+             options.group = std::move(group);
+             options.topics = std::move(topics);
+             options.position = ParsePosition(consume_from);
+             options.msg_not_found_wait_ms = msg_not_found_wait_ms;
+             options.confirm_timeout_ms = confirm_timeout_ms;
+             return std::make_unique<PyConsumer>(config, std::move(options));
+           }),
+           py::arg("config"), py::arg("group"), py::arg("topics"), py::arg("consume_from"),
+           py::arg("msg_not_found_wait_ms"), py::arg("confirm_timeout_ms"))
+      .def("start", &PyConsumer::Start, py::arg("timeout") = py::none())
+      .def("poll", &PyConsumer::Poll, py::arg("timeout"))
+      .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"))
+      .def("close", &PyConsumer::Close, py::arg("timeout") = py::none())
+      .def("offsets", [](PyConsumer& self) { return self.native().Offsets(); })
+      .def("held_partitions", [](PyConsumer& self) { return self.native().HeldPartitions(); })
+      .def_property_readonly("client_id", [](PyConsumer& self) { return self.native().client_id(); });
+}
+
+}  // namespace tubemq::bindings

@@ -1,0 +1,94 @@
+// Consumer: the server-balanced consumer (behaviour.md §3): the master assigns the
+// partitions of a group's topics to its members; the application polls batches and
+// confirms them.
+//
+// Poll() and Confirm() block the calling thread (the bindings call them with the GIL
+// released, in short slices). Everything else runs on the I/O threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tubemq/client_config.h"
+#include "tubemq/status.h"
+
+namespace tubemq {
+
+enum class ConsumePosition {
+  kEarliest,   // a new group starts at the oldest retained message
+  kLatest,     // a new group starts at the end; a known group resumes
+  kMaxAlways,  // every start skips to the end
+};
+
+struct ConsumerOptions {
+  std::string group;
+  // Topic -> msgType filter items (empty: every message of the topic).
+  std::map<std::string, std::set<std::string>> topics;
+  ConsumePosition position = ConsumePosition::kLatest;
+  int64_t msg_not_found_wait_ms = 400;  // rest of a partition that had no new data
+  int64_t confirm_timeout_ms = 60000;   // an unconfirmed batch is redelivered after this
+};
+
+struct ReceivedMessage {
+  int64_t message_id = 0;
+  std::string_view body;  // a view into the batch's bytes
+  std::string msg_type;
+  std::string msg_time;
+  std::vector<std::pair<std::string, std::string>> properties;
+};
+
+struct ReceivedBatch {
+  std::shared_ptr<const void> owner;  // keeps the bytes the views point into alive
+  std::string topic;
+  std::string partition_key;
+  std::string confirm_context;  // opaque; give it back to Confirm()
+  int64_t offset = -1;          // the partition's committed offset before this batch
+  int64_t max_offset = -1;
+  std::vector<ReceivedMessage> messages;
+};
+
+class Consumer {
+ public:
+  Consumer(ClientConfig config, ConsumerOptions options);
+  ~Consumer();
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+
+  std::future<Status> Start();
+
+  // Waits up to `wait` for a partition to be ready, then fetches one batch from it.
+  // OK with a batch (possibly empty after local filtering); 404/406/407/408 mean
+  // "nothing now" and come with no batch.
+  Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
+
+  // Commits (consumed) or rolls back (not consumed) the batch of `confirm_context`.
+  Status Confirm(const std::string& confirm_context, bool consumed);
+
+  // Partition key -> (committed offset, max offset) of every held partition.
+  std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
+  std::vector<std::string> HeldPartitions() const;
+
+  // Releases every partition (uncommitted batches roll back) and leaves the group.
+  std::future<Status> Close();
+  void ReleaseService();
+
+  const std::string& client_id() const;
+  Status Usable() const;
+
+  class Impl;
+
+ private:
+  struct Shell;
+  std::unique_ptr<Shell> shell_;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tubemq

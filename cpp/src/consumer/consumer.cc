@@ -1,0 +1,122 @@
+// The public Consumer: checks the settings, owns the service lease (taken and given
+// back on application threads) and forwards to Consumer::Impl.
+#include "tubemq/consumer.h"
+
+#include <unistd.h>
+
+#include "consumer/consumer_impl.h"
+#include "service/client_settings.h"
+
+namespace tubemq {
+namespace {
+
+Status ValidateOptions(const ConsumerOptions& options) {
+  if (options.group.empty() || options.group.find_first_of("#@,:") != std::string::npos) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "group '" + options.group + "' must be non-blank without '#', '@', ',' or ':'");
+  }
+  if (options.topics.empty()) {
+    return Status(ErrorCode::kInvalidArgument, "a consumer needs at least one topic");
+  }
+  for (const auto& [topic, filters] : options.topics) {
+    if (topic.empty() || topic.find_first_of("#@,: ") != std::string::npos) {
+      return Status(ErrorCode::kInvalidArgument, "topic '" + topic + "' is not a valid name");
+    }
+    for (const auto& item : filters) {
+      if (item.empty() || item.find_first_of("#@,:= ") != std::string::npos) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "filter item '" + item + "' of topic '" + topic + "' is not valid");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+struct Consumer::Shell {
+  Status construction;
+  int pid = getpid();
+  std::unique_ptr<service::ServiceLease> lease;
+};
+
+Consumer::Consumer(ClientConfig config, ConsumerOptions options)
+    : shell_(std::make_unique<Shell>()) {
+  std::vector<net::Endpoint> masters;
+  shell_->construction = service::ValidateClientConfig(config, masters);
+  if (shell_->construction.ok()) shell_->construction = ValidateOptions(options);
+  if (!shell_->construction.ok()) return;
+  shell_->lease = std::make_unique<service::ServiceLease>();
+  impl_ = std::make_shared<Impl>(std::move(config), std::move(options), std::move(masters),
+                                 shell_->lease->engine_ptr());
+}
+
+Consumer::~Consumer() {
+  if (!impl_) return;
+  if (getpid() != shell_->pid) {
+    service::TubeMQService::Instance().KeepForever(impl_);
+    shell_->lease.reset();
+    return;
+  }
+  auto closed = Close();
+  closed.wait_for(std::chrono::milliseconds(500));
+  ReleaseService();
+}
+
+Status Consumer::Usable() const {
+  if (!shell_->construction.ok()) return shell_->construction;
+  if (getpid() != shell_->pid) {
+    return Status(ErrorCode::kForkedClient,
+                  "this consumer was created in process " + std::to_string(shell_->pid) +
+                      " before fork(); create a new client in the child process");
+  }
+  return Status::OK();
+}
+
+std::future<Status> Consumer::Start() {
+  Status usable = Usable();
+  if (!usable.ok()) return service::ReadyFuture(usable);
+  auto [future, done] = service::MakeCompletion();
+  impl_->Start(std::move(done));
+  return std::move(future);
+}
+
+Status Consumer::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch) {
+  Status usable = Usable();
+  return usable.ok() ? impl_->Poll(wait, batch) : usable;
+}
+
+Status Consumer::Confirm(const std::string& confirm_context, bool consumed) {
+  Status usable = Usable();
+  return usable.ok() ? impl_->Confirm(confirm_context, consumed) : usable;
+}
+
+std::map<std::string, std::pair<int64_t, int64_t>> Consumer::Offsets() const {
+  return impl_ ? impl_->Offsets() : std::map<std::string, std::pair<int64_t, int64_t>>{};
+}
+
+std::vector<std::string> Consumer::HeldPartitions() const {
+  return impl_ ? impl_->HeldPartitions() : std::vector<std::string>{};
+}
+
+std::future<Status> Consumer::Close() {
+  Status usable = Usable();
+  if (!usable.ok()) {
+    return service::ReadyFuture(usable.code() == ErrorCode::kInvalidArgument ? Status::OK()
+                                                                            : usable);
+  }
+  auto [future, done] = service::MakeCompletion();
+  impl_->Close(std::move(done));
+  return std::move(future);
+}
+
+void Consumer::ReleaseService() {
+  if (shell_->lease && getpid() == shell_->pid) shell_->lease->Release();
+}
+
+const std::string& Consumer::client_id() const {
+  static const std::string kNone;
+  return impl_ ? impl_->client_id() : kNone;
+}
+
+}  // namespace tubemq

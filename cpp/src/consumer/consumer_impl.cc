@@ -1,0 +1,335 @@
+// The consumer's membership of its group at the master: register, heartbeats (with
+// subscription reports and rebalance results), flow-control rules, close.
+#include "consumer/consumer_impl.h"
+
+#include <asio/steady_timer.hpp>
+
+#include "BrokerService.pb.h"
+#include "MasterService.pb.h"
+#include "log/log.h"
+#include "meta/client_id.h"
+#include "service/rpc_call.h"
+#include "tubemq/version.h"
+
+namespace tubemq {
+namespace {
+
+using codec::Method;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Refusals a retry cannot cure (behaviour.md §3.3): the group or its members disagree.
+bool FatalRegisterCode(int32_t code) {
+  return code == 400 || (code >= 424 && code <= 431) || code == 450 || code == 455 ||
+         code == 415;
+}
+
+}  // namespace
+
+Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
+                     std::vector<net::Endpoint> masters, std::shared_ptr<service::IoEngine> engine)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      credentials_(config_.auth_user, config_.auth_password),
+      local_host_(config_.local_host.empty() ? meta::LocalIPv4() : config_.local_host),
+      client_id_(meta::MakeClientId(options_.group, local_host_)),
+      session_time_ms_(NowMs()),
+      engine_(std::move(engine)),
+      master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
+      heartbeat_timer_(
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "consumer-heartbeat")),
+      sweep_timer_(
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "confirm-sweep")) {}
+
+bool Consumer::Impl::Running() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == State::kRunning;
+}
+
+std::vector<std::string> Consumer::Impl::HeldSubscribeInfo() const {
+  std::vector<std::string> out;
+  for (const meta::Partition& partition : cache_.Held()) {
+    out.push_back(meta::FormatSubscribeInfo({client_id_, options_.group, partition}));
+  }
+  return out;
+}
+
+void Consumer::Impl::Start(Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != State::kNew) {
+      done(state_ == State::kRunning ? Status::OK()
+                                     : Status(ErrorCode::kClientShutdown, "the consumer is closed"));
+      return;
+    }
+    state_ = State::kStarting;
+  }
+  Register(config_.register_attempts, [self = shared_from_this(), done](const Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      if (self->state_ == State::kStarting) {
+        self->state_ = status.ok() ? State::kRunning : State::kNew;
+      }
+    }
+    if (status.ok()) {
+      std::weak_ptr<Impl> weak = self;
+      // The first heartbeat goes out at once: it brings the first rebalance event.
+      self->heartbeat_timer_->Start(std::chrono::milliseconds(self->config_.heartbeat_period_ms),
+                                    std::chrono::milliseconds(0), [weak] {
+                                      if (auto impl = weak.lock()) {
+                                        impl->Heartbeat();
+                                        impl->BrokerHeartbeats();
+                                      }
+                                    });
+      self->sweep_timer_->Start(std::chrono::seconds(1), std::chrono::seconds(1), [weak] {
+        auto impl = weak.lock();
+        if (!impl) return;
+        const auto expired = impl->cache_.ExpireUnconfirmed(
+            std::chrono::milliseconds(impl->options_.confirm_timeout_ms));
+        for (const auto& key : expired) {
+          TUBEMQ_LOG_WARN("batch of " << key << " was not confirmed within "
+                                      << impl->options_.confirm_timeout_ms
+                                      << " ms; it will be delivered again");
+        }
+      });
+    }
+    done(status);
+  });
+}
+
+void Consumer::Impl::Register(int attempts_left, Done done) {
+  pb::RegisterRequestC2M request;
+  request.set_clientid(client_id_);
+  request.set_groupname(options_.group);
+  request.set_hostname(local_host_);
+  request.set_requirebound(false);
+  request.set_sessiontime(session_time_ms_);
+  for (const auto& [topic, filters] : options_.topics) {
+    request.add_topiclist(topic);
+    if (!filters.empty()) {
+      std::string condition = topic + "#";
+      bool first = true;
+      for (const auto& item : filters) {
+        condition += (first ? "" : ",") + item;
+        first = false;
+      }
+      request.add_topiccondition(condition);
+    }
+  }
+  for (const auto& info : HeldSubscribeInfo()) request.add_subscribeinfo(info);
+  // Always sent: the master answers with rules only when asked (behaviour.md §3.3).
+  request.set_defflowcheckid(flow_rules_.default_id());
+  request.set_groupflowcheckid(flow_rules_.group_id());
+  request.set_qrypriorityid(flow_rules_.qry_priority_id());
+  request.set_jdkversion(std::string("tubemq-python/") + kVersion);
+  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
+  master_->Call(
+      Method::kConsumerRegister, request, rpc_timeout(),
+      [self = shared_from_this(), attempts_left, done](const Status& status,
+                                                       codec::RpcReply&& reply, size_t) {
+        pb::RegisterResponseM2C response;
+        Status result = status.ok() ? service::ParseReply(reply, response) : status;
+        if (result.ok() && !response.success()) {
+          result = Status(static_cast<ErrorCode>(response.errcode()),
+                          "consumer registration refused by the master: " + response.errmsg());
+        }
+        if (result.ok()) {
+          self->ApplyFlowControl(nullptr, response.has_defflowcheckid() ? response.defflowcheckid() : -2,
+                                 response.defflowcontrolinfo(),
+                                 response.has_groupflowcheckid() ? response.groupflowcheckid() : -2,
+                                 response.groupflowcontrolinfo(),
+                                 response.has_qrypriorityid() ? response.qrypriorityid() : -2);
+          std::lock_guard<std::mutex> lock(self->mutex_);
+          if (response.has_authorizedinfo()) {
+            self->visit_token_ = response.authorizedinfo().visitauthorizedtoken();
+          }
+          self->report_next_ = true;
+          TUBEMQ_LOG_INFO("consumer " << self->client_id_ << " joined group "
+                                      << self->options_.group);
+        }
+        const bool fatal = !result.ok() && FatalRegisterCode(result.code_value());
+        if (result.ok() || fatal || attempts_left <= 1) {
+          done(result);
+          return;
+        }
+        TUBEMQ_LOG_WARN("consumer registration failed (" << result.message() << "); retrying");
+        auto timer = std::make_shared<asio::steady_timer>(
+            self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms));
+        timer->async_wait([self, timer, attempts_left, done](const asio::error_code&) {
+          self->Register(attempts_left - 1, done);
+        });
+      });
+}
+
+void Consumer::Impl::ApplyFlowControl(const pb::HeartResponseM2C*, int64_t def_id,
+                                      const std::string& def_json, int64_t group_id,
+                                      const std::string& group_json, int32_t qry_priority) {
+  flow_rules_.UpdateDefault(def_id, def_json);
+  flow_rules_.UpdateGroup(group_id, group_json, qry_priority);
+}
+
+void Consumer::Impl::Heartbeat() {
+  pb::HeartRequestC2M request;
+  bool sent_result = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != State::kRunning || heartbeat_in_flight_) return;
+    heartbeat_in_flight_ = true;
+    sent_result = !results_.empty();
+    const bool report = report_next_ || sent_result;
+    request.set_reportsubscribeinfo(report);
+    if (sent_result) {
+      const Event& result = results_.front();
+      auto* event = request.mutable_event();
+      event->set_rebalanceid(result.rebalance_id);
+      event->set_optype(result.op_type);
+      event->set_status(2);  // DONE
+      for (const auto& info : result.subscribe_info) event->add_subscribeinfo(info);
+    }
+  }
+  request.set_clientid(client_id_);
+  request.set_groupname(options_.group);
+  if (request.reportsubscribeinfo()) {
+    for (const auto& info : HeldSubscribeInfo()) request.add_subscribeinfo(info);
+  }
+  request.set_defflowcheckid(flow_rules_.default_id());
+  request.set_groupflowcheckid(flow_rules_.group_id());
+  request.set_qrypriorityid(flow_rules_.qry_priority_id());
+  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
+  const bool reported = request.reportsubscribeinfo();
+  master_->Call(Method::kConsumerHeartbeat, request, rpc_timeout(),
+                [self = shared_from_this(), sent_result, reported](
+                    const Status& status, codec::RpcReply&& reply, size_t) {
+                  pb::HeartResponseM2C response;
+                  Status result = status.ok() ? service::ParseReply(reply, response) : status;
+                  if (result.ok() && reported) {
+                    std::lock_guard<std::mutex> lock(self->mutex_);
+                    self->report_next_ = false;
+                  }
+                  self->OnHeartbeatReply(result, response, sent_result);
+                });
+}
+
+void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C& response,
+                                      bool sent_result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    heartbeat_in_flight_ = false;
+  }
+  if (!status.ok()) {
+    TUBEMQ_LOG_WARN("consumer heartbeat failed: " << status.message());
+    return;  // an unacknowledged result stays queued for the next heartbeat
+  }
+  if (!response.success()) {
+    if (response.errcode() == static_cast<int32_t>(ErrorCode::kHeartbeatNoNode)) {
+      // The master forgot us: join again, listing what we hold; keep consuming.
+      TUBEMQ_LOG_INFO("master does not know consumer " << client_id_ << "; re-registering");
+      Register(1, [](const Status& registered) {
+        if (!registered.ok()) TUBEMQ_LOG_WARN("re-registration failed: " << registered.message());
+      });
+      return;
+    }
+    TUBEMQ_LOG_WARN("consumer heartbeat refused: " << response.errcode() << " "
+                                                   << response.errmsg());
+    return;
+  }
+  ApplyFlowControl(&response, response.has_defflowcheckid() ? response.defflowcheckid() : -2,
+                   response.defflowcontrolinfo(),
+                   response.has_groupflowcheckid() ? response.groupflowcheckid() : -2,
+                   response.groupflowcontrolinfo(),
+                   response.has_qrypriorityid() ? response.qrypriorityid() : -2);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (sent_result && !results_.empty()) results_.pop_front();
+    if (response.has_authorizedinfo()) {
+      visit_token_ = response.authorizedinfo().visitauthorizedtoken();
+    }
+  }
+  if (response.has_event() && response.event().rebalanceid() > 0) {
+    Event event;
+    event.rebalance_id = response.event().rebalanceid();
+    event.op_type = response.event().optype();
+    event.subscribe_info.assign(response.event().subscribeinfo().begin(),
+                                response.event().subscribeinfo().end());
+    QueueEvent(std::move(event));
+  }
+}
+
+std::map<std::string, std::pair<int64_t, int64_t>> Consumer::Impl::Offsets() const {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  for (const meta::Partition& partition : cache_.Held()) {
+    const auto offsets = cache_.OffsetsOf(partition.Key());
+    if (offsets) out[partition.Key()] = {offsets->current, offsets->max};
+  }
+  return out;
+}
+
+std::vector<std::string> Consumer::Impl::HeldPartitions() const {
+  std::vector<std::string> out;
+  for (const meta::Partition& partition : cache_.Held()) out.push_back(partition.Key());
+  return out;
+}
+
+std::shared_ptr<net::ClientConnection> Consumer::Impl::BrokerConnection(
+    const meta::Partition& partition) {
+  return engine_->pool().Get(partition.broker.endpoint);
+}
+
+void Consumer::Impl::Close(Done done) {
+  bool registered = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == State::kClosing || state_ == State::kClosed) {
+      done(Status::OK());
+      return;
+    }
+    registered = state_ == State::kRunning;
+    state_ = State::kClosing;
+  }
+  heartbeat_timer_->Cancel();
+  sweep_timer_->Cancel();
+  auto finish = [self = shared_from_this(), done](const Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->state_ = State::kClosed;
+    }
+    done(status);
+  };
+  if (!registered) {
+    cache_.Close();
+    finish(Status::OK());
+    return;
+  }
+  // Hand every partition back at its broker first (a batch still out is rolled back,
+  // so it is delivered again to whoever gets the partition), then leave the group.
+  std::vector<consumer::RmtDataCacheCsm::Removed> removed;
+  for (const meta::Partition& partition : cache_.Held()) {
+    if (auto item = cache_.Remove(partition.Key())) removed.push_back(std::move(*item));
+  }
+  cache_.Close();
+  auto remaining = std::make_shared<std::atomic<size_t>>(removed.size() + 1);
+  auto leave = [self = shared_from_this(), finish, remaining](const Status&) {
+    if (--*remaining != 0) return;
+    pb::CloseRequestC2M request;
+    request.set_clientid(self->client_id_);
+    request.set_groupname(self->options_.group);
+    if (self->credentials_.enabled()) self->SignIfNeeded(*request.mutable_authinfo());
+    self->master_->Call(Method::kConsumerClose, request, self->rpc_timeout(),
+                        [finish](const Status& status, codec::RpcReply&& reply, size_t) {
+                          pb::CloseResponseM2C response;
+                          Status result =
+                              status.ok() ? service::ParseReply(reply, response) : status;
+                          finish(result);
+                        });
+  };
+  for (const auto& item : removed) {
+    UnregisterAtBroker(item.partition, item.last_pack_consumed && !item.was_in_use, leave);
+  }
+  leave(Status::OK());
+}
+
+}  // namespace tubemq

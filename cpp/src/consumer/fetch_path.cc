@@ -1,0 +1,200 @@
+// The pull path (behaviour.md §3.8): select a ready partition, fetch one batch, decode
+// and filter it, and give the partition back with the delay the reply and the flow
+// control rules call for, at confirm time or at once on errors.
+#include <future>
+
+#include "BrokerService.pb.h"
+#include "consumer/consumer_impl.h"
+#include "log/log.h"
+#include "meta/message_data.h"
+#include "service/rpc_call.h"
+
+namespace tubemq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A blocking RPC for the application's thread (the bindings release the GIL).
+template <typename Response>
+Status CallAndWait(net::ClientConnection& connection, codec::Method method,
+                   const google::protobuf::MessageLite& request, std::chrono::milliseconds timeout,
+                   Response& response) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  auto reply_holder = std::make_shared<codec::RpcReply>();
+  service::SendRequest(connection, method, request, timeout,
+                       [promise, reply_holder](const Status& status, codec::RpcReply&& reply) {
+                         *reply_holder = std::move(reply);
+                         promise->set_value(status);
+                       });
+  Status status = future.get();  // the connection's deadline bounds this wait
+  return status.ok() ? service::ParseReply(*reply_holder, response) : status;
+}
+
+// The rest a partition takes after a fetch that brought no batch (§3.8.1).
+int32_t DelayForCode(int32_t code, int32_t min_limit_ms, int64_t not_found_wait_ms) {
+  switch (code) {
+    case 404: return static_cast<int32_t>(not_found_wait_ms);
+    case 452: return min_limit_ms > 0 ? min_limit_ms : static_cast<int32_t>(not_found_wait_ms);
+    case 403: return 2000;
+    case 301: return 200;
+    default: return 300;
+  }
+}
+
+}  // namespace
+
+Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch) {
+  if (!Running()) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
+  consumer::RmtDataCacheCsm::Selection selection;
+  Status selected = cache_.WaitSelect(Clock::now() + wait, selection);
+  if (!selected.ok()) return selected;
+  const meta::Partition& partition = selection.partition;
+  const std::string key = partition.Key();
+
+  pb::GetMessageRequestC2B request;
+  request.set_clientid(client_id_);
+  request.set_partitionid(partition.id);
+  request.set_groupname(options_.group);
+  request.set_topicname(partition.topic);
+  request.set_lastpackconsumed(selection.last_pack_consumed);
+  request.set_manualcommitoffset(false);
+  request.set_escflowctrl(flow_rules_.GroupUnderFlowControl(NowMs()));
+  auto response = std::make_shared<pb::GetMessageResponseB2C>();
+  Status status = CallAndWait(*BrokerConnection(partition), codec::Method::kGetMessage, request,
+                              rpc_timeout(), *response);
+  if (!status.ok()) {
+    // Nothing reached us; the commit flag stays as it was for the next fetch.
+    cache_.Release(key, selection.token, selection.last_pack_consumed,
+                   std::chrono::milliseconds(0));
+    return status;
+  }
+  flowctrl::FetchOutcome outcome;
+  outcome.code = response->success() ? 200 : response->errcode();
+  outcome.lag = response->has_currdatadlt() ? response->currdatadlt() : -1;
+  outcome.escaped = response->escflowctrl();
+  outcome.require_slow = response->requireslow();
+  const int32_t code = outcome.code;
+  if (code == 411 || code == 412 || code == 415) {
+    cache_.Remove(key);
+    std::lock_guard<std::mutex> lock(mutex_);
+    report_next_ = true;
+    return Status(static_cast<ErrorCode>(code),
+                  "partition " + key + " was lost at its broker: " + response->errmsg());
+  }
+  if (code != 200) {
+    outcome.default_delay_ms =
+        DelayForCode(code, response->minlimittime(), options_.msg_not_found_wait_ms);
+    int64_t delay = outcome.default_delay_ms;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto pacer = pacers_.try_emplace(key, !options_.topics.at(partition.topic).empty()).first;
+      delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
+    }
+    // The broker saw the flag: the previous batch is settled either way.
+    cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
+    return Status(static_cast<ErrorCode>(code), response->errmsg());
+  }
+
+  cache_.UpdateOffsets(key, {response->has_curroffset() ? response->curroffset() : -1,
+                             response->has_maxoffset() ? response->maxoffset() : -1});
+  const std::set<std::string>& filters = options_.topics.at(partition.topic);
+  batch = ReceivedBatch();
+  batch.owner = response;
+  batch.topic = partition.topic;
+  batch.partition_key = key;
+  batch.offset = response->has_curroffset() ? response->curroffset() : -1;
+  batch.max_offset = response->has_maxoffset() ? response->maxoffset() : -1;
+  batch.confirm_context = consumer::RmtDataCacheCsm::ConfirmContext(key, selection.token);
+  int64_t bytes = 0;
+  for (const pb::TransferedMessage& message : response->messages()) {
+    bytes += static_cast<int64_t>(message.payloaddata().size());
+    meta::DecodedMessage decoded;
+    if (!meta::DecodeMessageData(message.payloaddata(), message.flag(), message.checksum(),
+                                 decoded)) {
+      TUBEMQ_LOG_WARN("dropping message " << message.messageid() << " of " << key
+                                          << ": checksum or layout is wrong");
+      continue;
+    }
+    if (!filters.empty() && filters.count(std::string(decoded.msg_type)) == 0) continue;
+    ReceivedMessage received;
+    received.message_id = message.messageid();
+    received.body = decoded.body;
+    received.msg_type = std::string(decoded.msg_type);
+    received.msg_time = std::string(decoded.msg_time);
+    for (const auto& [name, value] : decoded.properties) {
+      received.properties.emplace_back(std::string(name), std::string(value));
+    }
+    batch.messages.push_back(std::move(received));
+  }
+  outcome.batch_bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    booked_[key] = Booked{outcome, Clock::now()};
+  }
+  if (batch.messages.empty()) {
+    // Everything was filtered out: settle the batch here, the caller sees "no data".
+    Confirm(batch.confirm_context, true);
+    batch = ReceivedBatch();
+    return Status(ErrorCode::kNotFound, "no message passed the filters");
+  }
+  return Status::OK();
+}
+
+Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed) {
+  std::string key;
+  uint64_t token = 0;
+  if (!consumer::RmtDataCacheCsm::ParseConfirmContext(confirm_context, key, token)) {
+    return Status(ErrorCode::kConfirmContextInvalid,
+                  "'" + confirm_context + "' is not a confirm context of this consumer");
+  }
+  const auto partition = cache_.Find(key);
+  if (!partition || !cache_.IsInUse(key, token)) {
+    return Status(ErrorCode::kConfirmContextInvalid,
+                  "the batch of " + key +
+                      " is no longer outstanding (confirmed already, timed out, or the partition "
+                      "moved to another consumer)");
+  }
+  pb::CommitOffsetRequestC2B request;
+  request.set_clientid(client_id_);
+  request.set_topicname(partition->topic);
+  request.set_partitionid(partition->id);
+  request.set_groupname(options_.group);
+  request.set_lastpackconsumed(consumed);
+  pb::CommitOffsetResponseB2C response;
+  Status status = CallAndWait(*BrokerConnection(*partition), codec::Method::kCommitOffset,
+                              request, rpc_timeout(), response);
+  if (status.ok() && !response.success()) {
+    status = Status(static_cast<ErrorCode>(response.errcode()),
+                    "commit of " + key + " refused: " + response.errmsg());
+  }
+  if (status.ok()) {
+    cache_.UpdateOffsets(key, {response.has_curroffset() ? response.curroffset() : -1,
+                               response.has_maxoffset() ? response.maxoffset() : -1});
+  }
+  int64_t delay = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto booked = booked_.find(key);
+    if (booked != booked_.end()) {
+      flowctrl::FetchOutcome outcome = booked->second.outcome;
+      outcome.processing_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  Clock::now() - booked->second.replied)
+                                  .count();
+      auto pacer = pacers_.try_emplace(key, !options_.topics.at(partition->topic).empty()).first;
+      delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
+      booked_.erase(booked);
+    }
+  }
+  // Even if the commit RPC failed, the next fetch carries the flag and settles it.
+  cache_.Release(key, token, consumed, std::chrono::milliseconds(delay));
+  return status;
+}
+
+}  // namespace tubemq

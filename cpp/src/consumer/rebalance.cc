@@ -1,0 +1,259 @@
+// Rebalance events and the consumer's registrations at brokers (behaviour.md §3.5-3.7).
+#include <asio/steady_timer.hpp>
+
+#include "BrokerService.pb.h"
+#include "MasterService.pb.h"
+#include "consumer/consumer_impl.h"
+#include "log/log.h"
+#include "service/rpc_call.h"
+
+namespace tubemq {
+namespace {
+
+using codec::Method;
+
+constexpr int32_t kOpRegister = 31;
+constexpr int32_t kOpUnregister = 32;
+
+enum EventType : int32_t {
+  kConnect = 1,
+  kDisconnect = 2,
+  kOnlyConnect = 10,
+  kOnlyDisconnect = 20,
+};
+
+// Runs `done` once after `count` completions.
+Consumer::Impl::Done CountDown(size_t count, Consumer::Impl::Done done) {
+  auto left = std::make_shared<std::atomic<size_t>>(count);
+  return [left, done](const Status&) {
+    if (--*left == 0) done(Status::OK());
+  };
+}
+
+}  // namespace
+
+void Consumer::Impl::QueueEvent(Event event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_.push_back(std::move(event));
+  }
+  ProcessNextEvent();
+}
+
+void Consumer::Impl::ProcessNextEvent() {
+  Event event;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (event_busy_ || events_.empty() || state_ != State::kRunning) return;
+    event_busy_ = true;
+    event = std::move(events_.front());
+    events_.pop_front();
+  }
+  auto finished = [self = shared_from_this(), event](const Status&) {
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->event_busy_ = false;
+      self->results_.push_back(event);  // acknowledged with the next heartbeat
+      self->report_next_ = true;
+    }
+    // Ack promptly: the master hands out the group's next event only after this one.
+    self->heartbeat_timer_->FireNow();
+    self->ProcessNextEvent();
+  };
+  TUBEMQ_LOG_INFO("rebalance " << event.rebalance_id << " op " << event.op_type << " for "
+                               << event.subscribe_info.size() << " partition(s)");
+  switch (event.op_type) {
+    case kConnect:
+    case kOnlyConnect:
+      Connect(event, finished);
+      break;
+    case kDisconnect:
+    case kOnlyDisconnect:
+      Disconnect(event, finished);
+      break;
+    default:  // REPORT and unknown types: nothing to do but report
+      finished(Status::OK());
+  }
+}
+
+void Consumer::Impl::Connect(const Event& event, Done done) {
+  std::vector<meta::Partition> wanted;
+  const std::vector<meta::Partition> held = cache_.Held();
+  for (const auto& text : event.subscribe_info) {
+    meta::SubscribeInfo info;
+    Status parsed = meta::ParseSubscribeInfo(text, info);
+    if (!parsed.ok()) {
+      TUBEMQ_LOG_WARN(parsed.message());
+      continue;
+    }
+    const bool already = std::any_of(held.begin(), held.end(), [&](const meta::Partition& p) {
+      return p.Key() == info.partition.Key();
+    });
+    if (!already) wanted.push_back(info.partition);
+  }
+  if (wanted.empty()) {
+    done(Status::OK());
+    return;
+  }
+  auto each = CountDown(wanted.size(), done);
+  for (const auto& partition : wanted) RegisterAtBroker(partition, /*retry_occupied=*/true, each);
+}
+
+void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
+                                      Done done) {
+  const std::string key = partition.Key();
+  // The consume position applies only at this consumer's first registration of a
+  // partition; later ones resume (behaviour.md §3.6).
+  int32_t read_status = 0;
+  if (cache_.IsFirstRegistration(key)) {
+    read_status = options_.position == ConsumePosition::kLatest      ? 1
+                  : options_.position == ConsumePosition::kMaxAlways ? 2
+                                                                     : 0;
+  }
+  pb::RegisterRequestC2B request;
+  request.set_optype(kOpRegister);
+  request.set_clientid(client_id_);
+  request.set_groupname(options_.group);
+  request.set_topicname(partition.topic);
+  request.set_partitionid(partition.id);
+  request.set_readstatus(read_status);
+  const auto filters = options_.topics.find(partition.topic);
+  if (filters != options_.topics.end()) {
+    for (const auto& item : filters->second) request.add_filtercondstr(item);
+  }
+  request.set_qrypriorityid(flow_rules_.qry_priority_id());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request.mutable_authinfo()->set_visitauthorizedtoken(visit_token_);
+  }
+  if (credentials_.enabled()) {
+    request.mutable_authinfo()->set_authauthorizedtoken(credentials_.BrokerToken());
+  }
+  auto connection = BrokerConnection(partition);
+  service::SendRequest(
+      *connection, Method::kBrokerConsumerRegister, request, rpc_timeout(),
+      [self = shared_from_this(), partition, key, retry_occupied, done](
+          const Status& status, codec::RpcReply&& reply) {
+        pb::RegisterResponseB2C response;
+        Status result = status.ok() ? service::ParseReply(reply, response) : status;
+        if (result.ok() && !response.success()) {
+          result = Status(static_cast<ErrorCode>(response.errcode()), response.errmsg());
+        }
+        if (result.ok()) {
+          self->cache_.BookRegistration(key);
+          self->cache_.Add(partition, {response.has_curroffset() ? response.curroffset() : -1,
+                                       response.has_maxoffset() ? response.maxoffset() : -1});
+          TUBEMQ_LOG_DEBUG("registered " << key << " at offset " << response.curroffset());
+          done(Status::OK());
+          return;
+        }
+        // An expired registration of someone else is cleared by the refusal itself, so
+        // one later attempt usually succeeds (§3.5.4).
+        if (result.code() == ErrorCode::kPartitionOccupied && retry_occupied && self->Running()) {
+          auto timer = std::make_shared<asio::steady_timer>(self->engine_->io(),
+                                                            std::chrono::milliseconds(1500));
+          timer->async_wait([self, partition, timer, done](const asio::error_code&) {
+            self->RegisterAtBroker(partition, false, done);
+          });
+          return;
+        }
+        TUBEMQ_LOG_WARN("could not register " << key << ": " << result.message());
+        done(result);
+      });
+}
+
+void Consumer::Impl::Disconnect(const Event& event, Done done) {
+  std::vector<consumer::RmtDataCacheCsm::Removed> removed;
+  for (const auto& text : event.subscribe_info) {
+    meta::SubscribeInfo info;
+    if (!meta::ParseSubscribeInfo(text, info).ok()) continue;
+    if (auto item = cache_.Remove(info.partition.Key())) removed.push_back(std::move(*item));
+  }
+  if (removed.empty()) {
+    done(Status::OK());
+    return;
+  }
+  // The ack follows the unregisters, so that the next owner finds the partition free.
+  auto each = CountDown(removed.size(), done);
+  for (const auto& item : removed) {
+    UnregisterAtBroker(item.partition, item.last_pack_consumed && !item.was_in_use, each);
+  }
+}
+
+void Consumer::Impl::UnregisterAtBroker(const meta::Partition& partition, bool consumed,
+                                        Done done) {
+  pb::RegisterRequestC2B request;
+  request.set_optype(kOpUnregister);
+  request.set_clientid(client_id_);
+  request.set_groupname(options_.group);
+  request.set_topicname(partition.topic);
+  request.set_partitionid(partition.id);
+  request.set_readstatus(consumed ? 0 : 1);  // 0 commits the last batch, 1 rolls it back
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request.mutable_authinfo()->set_visitauthorizedtoken(visit_token_);
+  }
+  if (credentials_.enabled()) {
+    request.mutable_authinfo()->set_authauthorizedtoken(credentials_.BrokerToken());
+  }
+  auto connection = BrokerConnection(partition);
+  service::SendRequest(*connection, Method::kBrokerConsumerRegister, request, rpc_timeout(),
+                       [key = partition.Key(), done](const Status& status, codec::RpcReply&&) {
+                         // Errors are only logged: the broker lease expires anyway.
+                         if (!status.ok()) {
+                           TUBEMQ_LOG_INFO("unregister of " << key << ": " << status.message());
+                         }
+                         done(Status::OK());
+                       });
+}
+
+void Consumer::Impl::BrokerHeartbeats() {
+  if (!Running()) return;
+  for (const auto& [broker_id, partitions] : cache_.HeldByBroker()) {
+    pb::HeartBeatRequestC2B request;
+    request.set_clientid(client_id_);
+    request.set_groupname(options_.group);
+    request.set_readstatus(0);
+    request.set_qrypriorityid(flow_rules_.qry_priority_id());
+    for (const auto& partition : partitions) {
+      request.add_partitioninfo(meta::PartitionFullString(partition));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      request.mutable_authinfo()->set_visitauthorizedtoken(visit_token_);
+    }
+    auto connection = BrokerConnection(partitions.front());
+    service::SendRequest(
+        *connection, Method::kBrokerConsumerHeartbeat, request, rpc_timeout(),
+        [self = shared_from_this(), broker_id = broker_id](const Status& status,
+                                                            codec::RpcReply&& reply) {
+          pb::HeartBeatResponseB2C response;
+          Status result = status.ok() ? service::ParseReply(reply, response) : status;
+          if (!result.ok()) {
+            // The broker lease (30 s) outlives a few missed heartbeats; fetches will
+            // tell if the partitions are really gone.
+            TUBEMQ_LOG_INFO("broker heartbeat to " << broker_id << " failed: " << result.message());
+            return;
+          }
+          bool lost = false;
+          if (!response.success() &&
+              response.errcode() == static_cast<int32_t>(ErrorCode::kCertificateFailure)) {
+            lost = !self->cache_.RemoveBroker(broker_id).empty();
+          }
+          for (const auto& failure : response.failureinfo()) {
+            int32_t code = 0;
+            meta::Partition partition;
+            if (meta::ParsePartitionFailure(failure, code, partition).ok()) {
+              TUBEMQ_LOG_INFO("broker dropped " << partition.Key() << " (" << code << ")");
+              lost = self->cache_.Remove(partition.Key()).has_value() || lost;
+            }
+          }
+          if (lost) {
+            std::lock_guard<std::mutex> lock(self->mutex_);
+            self->report_next_ = true;
+          }
+        });
+  }
+}
+
+}  // namespace tubemq

@@ -1,0 +1,39 @@
+#include "service/client_settings.h"
+
+#include <string>
+
+namespace tubemq::service {
+
+Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters) {
+  Status status = net::ParseEndpointList(config.masters, masters);
+  if (!status.ok()) return status;
+  const auto positive = [](int64_t value, const char* name) {
+    return value > 0 ? Status::OK()
+                     : Status(ErrorCode::kInvalidArgument,
+                              std::string(name) + " must be positive, got " +
+                                  std::to_string(value));
+  };
+  for (const Status& check :
+       {positive(config.rpc_timeout_ms, "rpc_timeout_ms"),
+        positive(config.connect_timeout_ms, "connect_timeout_ms"),
+        positive(config.heartbeat_period_ms, "heartbeat_period_ms"),
+        positive(config.register_attempts, "register_attempts"),
+        positive(config.register_retry_wait_ms, "register_retry_wait_ms")}) {
+    if (!check.ok()) return check;
+  }
+  return Status::OK();
+}
+
+std::future<Status> ReadyFuture(Status status) {
+  std::promise<Status> promise;
+  promise.set_value(std::move(status));
+  return promise.get_future();
+}
+
+std::pair<std::future<Status>, std::function<void(const Status&)>> MakeCompletion() {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  return {std::move(future), [promise](const Status& status) { promise->set_value(status); }};
+}
+
+}  // namespace tubemq::service
