@@ -2,8 +2,8 @@
 
 Today the pipeline goes as far as the client does: a producer registers to the master,
 declares the topic, sends a handful of events synchronously and a batch asynchronously,
-and reports where the broker stored them. Later work adds the consumer and turns this
-into a PySpark job that produces and consumes through the cluster.
+reports where the broker stored them, then consumes everything back as a group member and
+checks that every message arrived. Later work turns this into a PySpark job.
 
     python examples/pipeline.py [--workdir DIR] [--keep]
 """
@@ -43,6 +43,20 @@ def run_pipeline(master: str) -> None:
         print(f"  stored {stored} of {len(futures)} bulk events asynchronously")
         if stored != len(futures):
             raise SystemExit("some events were not stored")
+    expected = {f"event {i}".encode() for i in range(5)} | {
+        f"bulk {i}".encode() for i in range(1000)
+    }
+    with tubemq.Consumer(
+        master=master, group="pipeline_readers", topics=[TOPIC], consume_from="earliest"
+    ) as consumer:
+        received: set[bytes] = set()
+        deadline = time.monotonic() + 60
+        while received != expected and time.monotonic() < deadline:
+            for message in consumer.consume(500, timeout=1.0):
+                received.add(bytes(message))
+        print(f"consumed {len(received & expected)} of {len(expected)} events back")
+        if received != expected:
+            raise SystemExit("some events were not consumed")
 
 
 def main() -> int:
