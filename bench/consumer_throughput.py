@@ -98,7 +98,7 @@ def java(master: str, messages: int, log_config: Path) -> tuple[float, float]:
     )
     cpu = cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_before
     finished = re.findall(
-        r"Finished, cost time: (\d+)ms, required count VS \w+ count = "
+        r"Finished, cost time: (\d+) ?ms, required count VS \w+ count = "
         r"(\d+) : (\d+)",
         done.stdout,
     )
