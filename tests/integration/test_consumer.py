@@ -209,3 +209,54 @@ def test_bad_consumer_config_is_refused_by_name(master):
         tubemq.Consumer(master=master, topics=["t"])
     with pytest.raises(tubemq.ConfigError, match="filters of 't'"):
         tubemq.Consumer(master=master, group="g", topics={"t": "A"})
+
+
+def test_members_with_different_topic_sets_are_refused_at_once(master, topics):
+    # Scenario 22.
+    group = unique("g")
+    with tubemq.Consumer(master=master, group=group, topics=[topics[1]], **FAST):
+        started = time.monotonic()
+        with pytest.raises(tubemq.ConsumerGroupConflictError) as info:
+            tubemq.Consumer(master=master, group=group, topics=[topics[1], topics[2]], **FAST)
+        assert info.value.code == 425
+        assert not info.value.retriable
+        assert time.monotonic() - started < 5  # refused, not retried
+
+
+def test_max_always_skips_the_backlog_at_every_start(master, topics):
+    # Scenario 12.
+    topic, group, marker = topics[2], unique("g"), unique("max")
+    with tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="latest", **FAST
+    ) as consumer:
+        joined(consumer)
+    produce(master, topic, f"{marker}-backlog", 10)
+    with tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="max_always", **FAST
+    ) as consumer:
+        joined(consumer)
+        fresh = produce(master, topic, f"{marker}-fresh", 5)
+        got = drain(consumer, marker.encode(), 5, seconds=20)
+        assert {bytes(m) for m in got} == set(fresh)
+        assert consumer.poll(1.5) is None
+
+
+def test_graceful_close_commits_and_frees_partitions_at_once(master, topics):
+    # Scenario 29.
+    topic, group, marker = topics[2], unique("g"), unique("close")
+    with tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="latest", **FAST
+    ) as first:
+        joined(first)
+        sent = produce(master, topic, marker, 12)
+        assert len(drain(first, marker.encode(), 12)) == 12
+    started = time.monotonic()
+    with tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="latest", **FAST
+    ) as second:
+        joined(second)  # no PARTITION_OCCUPIED wait for a lease to expire
+        assert time.monotonic() - started < 15
+        assert second.poll(1.5) is None  # everything was committed at close
+        offsets = second.offsets()
+        assert all(entry["lag"] == 0 for entry in offsets.values()), offsets
+    assert len(sent) == 12
