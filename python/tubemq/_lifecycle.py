@@ -7,10 +7,14 @@ dispatcher stops after delivering what is left.
 from __future__ import annotations
 
 import atexit
+import os
 import weakref
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from tubemq import _log
+from tubemq.errors import ClientClosedError, ForkedClientError
+
+_Native = TypeVar("_Native")
 
 
 class _Closable(Protocol):
@@ -22,6 +26,19 @@ _live: weakref.WeakSet[_Closable] = weakref.WeakSet()
 
 # Bound on how long interpreter exit may wait for each client still open.
 EXIT_CLOSE_TIMEOUT_S = 2.0
+
+
+def usable(native: _Native | None, pid: int, kind: str) -> _Native:
+    """The native client, unless it was closed (420) or created before fork() (1012)."""
+    if pid != os.getpid():
+        raise ForkedClientError(
+            1012,
+            f"this {kind} was created in process {pid} before fork(); "
+            "create a new client in the child process",
+        )
+    if native is None:
+        raise ClientClosedError(420, f"the {kind} is closed")
+    return native
 
 
 def track(client: _Closable) -> None:

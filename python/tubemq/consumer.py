@@ -19,7 +19,6 @@ from typing import Any
 
 from tubemq import _core, _lifecycle, _log
 from tubemq._config import CONSUMER_SCHEMA, native_client_config
-from tubemq.errors import ClientClosedError, ForkedClientError
 
 Message = _core.Message
 
@@ -160,13 +159,4 @@ class Consumer:
             native.confirm(context, True)
 
     def _live(self) -> _core.Consumer:
-        native = self._native
-        if self._pid != os.getpid():
-            raise ForkedClientError(
-                1012,
-                f"this consumer was created in process {self._pid} before fork(); "
-                "create a new client in the child process",
-            )
-        if native is None:
-            raise ClientClosedError(420, "the consumer is closed")
-        return native
+        return _lifecycle.usable(self._native, self._pid, "consumer")

@@ -21,7 +21,7 @@ from typing import Any, Union
 from tubemq import _core, _lifecycle, _log
 from tubemq._config import PRODUCER_SCHEMA, native_client_config, native_producer_options
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
-from tubemq.errors import ClientClosedError, ConfigError, ForkedClientError
+from tubemq.errors import ConfigError
 
 SendResult = _core.SendResult
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -211,13 +211,4 @@ class Producer:
         return f"<tubemq.Producer {state} master={self._config['master']}>"
 
     def _live(self) -> _core.Producer:
-        native = self._native
-        if self._pid != os.getpid():
-            raise ForkedClientError(
-                1012,
-                f"this producer was created in process {self._pid} before fork(); "
-                "create a new client in the child process",
-            )
-        if native is None:
-            raise ClientClosedError(420, "the producer is closed")
-        return native
+        return _lifecycle.usable(self._native, self._pid, "producer")

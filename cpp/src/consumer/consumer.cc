@@ -2,8 +2,6 @@
 // back on application threads) and forwards to Consumer::Impl.
 #include "tubemq/consumer.h"
 
-#include <unistd.h>
-
 #include "consumer/consumer_impl.h"
 #include "service/client_settings.h"
 
@@ -34,10 +32,8 @@ Status ValidateOptions(const ConsumerOptions& options) {
 
 }  // namespace
 
-struct Consumer::Shell {
-  Status construction;
-  int pid = getpid();
-  std::unique_ptr<service::ServiceLease> lease;
+struct Consumer::Shell : service::ClientShell {
+  Shell() : ClientShell("consumer") {}
 };
 
 Consumer::Consumer(ClientConfig config, ConsumerOptions options)
@@ -53,9 +49,8 @@ Consumer::Consumer(ClientConfig config, ConsumerOptions options)
 
 Consumer::~Consumer() {
   if (!impl_) return;
-  if (getpid() != shell_->pid) {
-    service::TubeMQService::Instance().KeepForever(impl_);
-    shell_->lease.reset();
+  if (shell_->InChild()) {
+    shell_->AbandonInChild(impl_);
     return;
   }
   auto closed = Close();
@@ -63,15 +58,7 @@ Consumer::~Consumer() {
   ReleaseService();
 }
 
-Status Consumer::Usable() const {
-  if (!shell_->construction.ok()) return shell_->construction;
-  if (getpid() != shell_->pid) {
-    return Status(ErrorCode::kForkedClient,
-                  "this consumer was created in process " + std::to_string(shell_->pid) +
-                      " before fork(); create a new client in the child process");
-  }
-  return Status::OK();
-}
+Status Consumer::Usable() const { return shell_->Usable(); }
 
 std::future<Status> Consumer::Start() {
   Status usable = Usable();
@@ -110,9 +97,7 @@ std::future<Status> Consumer::Close() {
   return std::move(future);
 }
 
-void Consumer::ReleaseService() {
-  if (shell_->lease && getpid() == shell_->pid) shell_->lease->Release();
-}
+void Consumer::ReleaseService() { shell_->Release(); }
 
 const std::string& Consumer::client_id() const {
   static const std::string kNone;

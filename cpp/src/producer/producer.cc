@@ -2,17 +2,13 @@
 // threads) and forwards to Producer::Impl, whose lifetime callbacks may extend.
 #include "tubemq/producer.h"
 
-#include <unistd.h>
-
 #include "producer/producer_impl.h"
 #include "service/client_settings.h"
 
 namespace tubemq {
 
-struct Producer::Shell {
-  Status construction;
-  int pid = getpid();
-  std::unique_ptr<service::ServiceLease> lease;
+struct Producer::Shell : service::ClientShell {
+  Shell() : ClientShell("producer") {}
 };
 
 Producer::Producer(ClientConfig config, ProducerOptions options)
@@ -32,11 +28,8 @@ Producer::Producer(ClientConfig config, ProducerOptions options)
 
 Producer::~Producer() {
   if (!impl_) return;
-  if (getpid() != shell_->pid) {
-    // Created before fork(): its timers and sockets belong to the parent's engine,
-    // which the child must not touch. Keep everything alive, untouched.
-    service::TubeMQService::Instance().KeepForever(impl_);
-    shell_->lease.reset();
+  if (shell_->InChild()) {
+    shell_->AbandonInChild(impl_);
     return;
   }
   // Best effort when the application did not close: unregister, briefly.
@@ -45,15 +38,7 @@ Producer::~Producer() {
   ReleaseService();
 }
 
-Status Producer::Usable() const {
-  if (!shell_->construction.ok()) return shell_->construction;
-  if (getpid() != shell_->pid) {
-    return Status(ErrorCode::kForkedClient,
-                  "this producer was created in process " + std::to_string(shell_->pid) +
-                      " before fork(); create a new client in the child process");
-  }
-  return Status::OK();
-}
+Status Producer::Usable() const { return shell_->Usable(); }
 
 std::future<Status> Producer::Start() {
   Status usable = Usable();
@@ -107,9 +92,7 @@ std::future<Status> Producer::Close() {
   return std::move(future);
 }
 
-void Producer::ReleaseService() {
-  if (shell_->lease && getpid() == shell_->pid) shell_->lease->Release();
-}
+void Producer::ReleaseService() { shell_->Release(); }
 
 const std::string& Producer::client_id() const {
   static const std::string kNone;

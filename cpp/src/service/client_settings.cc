@@ -1,5 +1,7 @@
 #include "service/client_settings.h"
 
+#include <unistd.h>
+
 #include <string>
 
 namespace tubemq::service {
@@ -28,6 +30,30 @@ std::future<Status> ReadyFuture(Status status) {
   std::promise<Status> promise;
   promise.set_value(std::move(status));
   return promise.get_future();
+}
+
+ClientShell::ClientShell(const char* kind) : kind_(kind), pid_(getpid()) {}
+
+Status ClientShell::Usable() const {
+  if (!construction.ok()) return construction;
+  if (InChild()) {
+    return Status(ErrorCode::kForkedClient,
+                  std::string("this ") + kind_ + " was created in process " +
+                      std::to_string(pid_) + " before fork(); create a new client in the child "
+                      "process");
+  }
+  return Status::OK();
+}
+
+bool ClientShell::InChild() const { return getpid() != pid_; }
+
+void ClientShell::Release() {
+  if (lease && !InChild()) lease->Release();
+}
+
+void ClientShell::AbandonInChild(std::shared_ptr<void> client) {
+  TubeMQService::Instance().KeepForever(std::move(client));
+  lease.reset();  // an inherited lease is inert in the child
 }
 
 std::pair<std::future<Status>, std::function<void(const Status&)>> MakeCompletion() {

@@ -1,5 +1,6 @@
-// What every client's public shell shares: checking the common settings, and turning
-// the core's completion callbacks into the futures the public API returns.
+// What every client's public shell shares: checking the common settings, the state kept
+// on the application's side (settings verdict, creating process, service lease), and
+// turning the core's completion callbacks into the futures the public API returns.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "net/endpoint.h"
+#include "service/tubemq_service.h"
 #include "tubemq/client_config.h"
 #include "tubemq/status.h"
 
@@ -17,6 +19,27 @@ namespace tubemq::service {
 Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters);
 
 std::future<Status> ReadyFuture(Status status);
+
+class ClientShell {
+ public:
+  explicit ClientShell(const char* kind);
+
+  Status construction;  // why the settings were refused, if they were
+  std::unique_ptr<ServiceLease> lease;
+
+  // The construction error, or kForkedClient when used in a fork()ed child.
+  Status Usable() const;
+  bool InChild() const;
+  // Gives the lease back (not in a child: the lease belongs to the parent).
+  void Release();
+  // In a child: keeps the parent's client alive and untouched for good, because its
+  // timers and sockets belong to the parent's I/O engine.
+  void AbandonInChild(std::shared_ptr<void> client);
+
+ private:
+  const char* kind_;
+  int pid_;
+};
 
 // A future and the callback that completes it.
 std::pair<std::future<Status>, std::function<void(const Status&)>> MakeCompletion();
