@@ -13,7 +13,7 @@ and wakes as soon as a partition is ready.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -32,10 +32,22 @@ class Consumer:
     ``Consumer(master="127.0.0.1:8715", group="g1", topics=["t1"])``; ``topics`` may be a
     dict of topic to msgType filter items. The constructor joins the group and returns
     once the master has answered; partitions arrive with the following rebalance.
+    ``on_assign(keys)`` / ``on_revoke(keys)`` are called from ``poll()``, on the caller's
+    thread, with the partition keys this member gained or lost since the last call.
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        on_assign: Callable[[list[str]], Any] | None = None,
+        on_revoke: Callable[[list[str]], Any] | None = None,
+        **overrides: Any,
+    ) -> None:
         self._config = CONSUMER_SCHEMA.validate(config, overrides)
+        self._on_assign = on_assign
+        self._on_revoke = on_revoke
+        self._assigned: set[str] = set()
         self._pid = os.getpid()
         self._auto_commit = self._config["auto_commit"]
         _log.start_log_dispatcher()
@@ -69,6 +81,7 @@ class Consumer:
             if self._auto_commit:
                 self._commit_outstanding(native)
             batch = native.poll(timeout)
+            self._notify_assignment(native)
             if batch is None:
                 return None
             self._outstanding[batch.confirm_context] = batch
@@ -144,6 +157,19 @@ class Consumer:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _notify_assignment(self, native: _core.Consumer) -> None:
+        # Rebalances happen on I/O threads; the callbacks run here, on the caller's
+        # thread, between fetches, with the partitions that left first.
+        if self._on_assign is None and self._on_revoke is None:
+            return
+        held = set(native.held_partitions())
+        revoked, assigned = sorted(self._assigned - held), sorted(held - self._assigned)
+        self._assigned = held
+        if revoked and self._on_revoke is not None:
+            self._on_revoke(revoked)
+        if assigned and self._on_assign is not None:
+            self._on_assign(assigned)
 
     def _confirm(self, message: Message, consumed: bool) -> None:
         native = self._live()

@@ -30,6 +30,13 @@ def drain(consumer: tubemq.Consumer, marker: bytes, expected: int, seconds: floa
     return got
 
 
+def replay(events: list[tuple[str, list[str]]]) -> set[str]:
+    held: set[str] = set()
+    for kind, keys in events:
+        held = held | set(keys) if kind == "assign" else held - set(keys)
+    return held
+
+
 def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
     """Waits until the consumer holds ``partitions`` partitions."""
     deadline = time.monotonic() + 40
@@ -146,9 +153,17 @@ def test_restart_resumes_after_the_last_commit(master, topics):
 
 
 def test_two_members_share_the_partitions_and_one_takes_over(master, topics):
-    # Scenarios 16 and 17.
+    # Scenarios 16 and 17, with the assignment callbacks of the first member.
     topic, group = topics[1], unique("g")
-    with tubemq.Consumer(master=master, group=group, topics=[topic], **FAST) as first:
+    events: list[tuple[str, list[str]]] = []
+    with tubemq.Consumer(
+        master=master,
+        group=group,
+        topics=[topic],
+        **FAST,
+        on_assign=lambda keys: events.append(("assign", keys)),
+        on_revoke=lambda keys: events.append(("revoke", keys)),
+    ) as first:
         second = tubemq.Consumer(master=master, group=group, topics=[topic], **FAST)
         try:
             deadline = time.monotonic() + 40
@@ -160,12 +175,18 @@ def test_two_members_share_the_partitions_and_one_takes_over(master, topics):
                     break
             assert len(first.assignment()) == 2 and len(second.assignment()) == 2
             assert not set(first.assignment()) & set(second.assignment())
+            first.poll(0.2)
+            assert replay(events) == set(first.assignment())
         finally:
             second.close()
         deadline = time.monotonic() + 40
         while len(first.assignment()) < 4 and time.monotonic() < deadline:
             first.poll(0.2)
         assert sorted(first.assignment()) == [f"1:{topic}:{i}" for i in range(4)]
+        first.poll(0.2)
+        # The callbacks, replayed, give exactly what the member holds.
+        assert replay(events) == set(first.assignment())
+    assert any(kind == "assign" for kind, _ in events)
 
 
 def test_filters_deliver_only_the_chosen_msg_types(master, topics):
