@@ -138,7 +138,7 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
                           "consumer registration refused by the master: " + response.errmsg());
         }
         if (result.ok()) {
-          self->ApplyFlowControl(nullptr, response.has_defflowcheckid() ? response.defflowcheckid() : -2,
+          self->ApplyFlowControl(response.has_defflowcheckid() ? response.defflowcheckid() : -2,
                                  response.defflowcontrolinfo(),
                                  response.has_groupflowcheckid() ? response.groupflowcheckid() : -2,
                                  response.groupflowcontrolinfo(),
@@ -165,7 +165,7 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
       });
 }
 
-void Consumer::Impl::ApplyFlowControl(const pb::HeartResponseM2C*, int64_t def_id,
+void Consumer::Impl::ApplyFlowControl(int64_t def_id,
                                       const std::string& def_json, int64_t group_id,
                                       const std::string& group_json, int32_t qry_priority) {
   flow_rules_.UpdateDefault(def_id, def_json);
@@ -237,7 +237,7 @@ void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C
                                                    << response.errmsg());
     return;
   }
-  ApplyFlowControl(&response, response.has_defflowcheckid() ? response.defflowcheckid() : -2,
+  ApplyFlowControl(response.has_defflowcheckid() ? response.defflowcheckid() : -2,
                    response.defflowcontrolinfo(),
                    response.has_groupflowcheckid() ? response.groupflowcheckid() : -2,
                    response.groupflowcontrolinfo(),

@@ -65,7 +65,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void Register(int attempts_left, Done done);
   void Heartbeat();
   void OnHeartbeatReply(const Status& status, pb::HeartResponseM2C& response, bool sent_result);
-  void ApplyFlowControl(const pb::HeartResponseM2C* heartbeat, int64_t def_id,
+  void ApplyFlowControl(int64_t def_id,
                         const std::string& def_json, int64_t group_id,
                         const std::string& group_json, int32_t qry_priority);
   std::vector<std::string> HeldSubscribeInfo() const;
