@@ -175,6 +175,11 @@ void RegisterConsumer(py::module_& module) {
       .def("poll", &PyConsumer::Poll, py::arg("timeout"))
       .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"))
       .def("close", &PyConsumer::Close, py::arg("timeout") = py::none())
+      .def("pause", [](PyConsumer& self, const std::string& key) { return self.native().Pause(key); },
+           py::arg("partition_key"))
+      .def("resume", [](PyConsumer& self, const std::string& key) { return self.native().Resume(key); },
+           py::arg("partition_key"))
+      .def("paused", [](PyConsumer& self) { return self.native().Paused(); })
       .def("offsets", [](PyConsumer& self) { return self.native().Offsets(); })
       .def("held_partitions", [](PyConsumer& self) { return self.native().HeldPartitions(); })
       .def_property_readonly("client_id", [](PyConsumer& self) { return self.native().client_id(); });

@@ -169,3 +169,48 @@ TEST(RmtDataCacheCsm, FirstRegistrationIsBookedOnlyWhenToldSo) {
 
 }  // namespace
 }  // namespace tubemq::consumer
+
+namespace tubemq::consumer {
+namespace {
+
+TEST(RmtDataCacheCsmPause, PausedPartitionsAreHeldButNotSelected) {
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  cache.Add(P(1, 1), {});
+  EXPECT_TRUE(cache.Pause("1:t:0"));
+  EXPECT_FALSE(cache.Pause("9:t:9"));
+  RmtDataCacheCsm::Selection selection;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(cache.Select(selection).ok());
+    EXPECT_EQ(selection.partition.Key(), "1:t:1");
+    cache.Release("1:t:1", selection.token, true, 0ms);
+  }
+  // A batch out when its partition is paused is not affected, but does not requeue.
+  ASSERT_TRUE(cache.Select(selection).ok());
+  EXPECT_TRUE(cache.Pause("1:t:1"));
+  EXPECT_TRUE(cache.Release("1:t:1", selection.token, true, 0ms));
+  RmtDataCacheCsm::Selection none;
+  EXPECT_EQ(cache.Select(none).code(), ErrorCode::kAllPartitionFrozen);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.Paused(), (std::vector<std::string>{"1:t:0", "1:t:1"}));
+  EXPECT_TRUE(cache.Resume("1:t:0"));
+  ASSERT_TRUE(cache.Select(selection).ok());
+  EXPECT_EQ(selection.partition.Key(), "1:t:0");
+}
+
+TEST(RmtDataCacheCsmPause, ResumeWakesAWaitingPoll) {
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  cache.Pause("1:t:0");
+  auto waiter = std::async(std::launch::async, [&cache] {
+    RmtDataCacheCsm::Selection selection;
+    return cache.WaitSelect(Clock::now() + 5s, selection).ok();
+  });
+  std::this_thread::sleep_for(100ms);
+  cache.Resume("1:t:0");
+  EXPECT_EQ(waiter.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(waiter.get());
+}
+
+}  // namespace
+}  // namespace tubemq::consumer

@@ -19,6 +19,7 @@ from typing import Any
 
 from tubemq import _core, _lifecycle, _log
 from tubemq._config import CONSUMER_SCHEMA, native_client_config
+from tubemq.errors import ConfigError
 
 Message = _core.Message
 
@@ -125,6 +126,30 @@ class Consumer:
             }
             for key, (current, maximum) in self._live().offsets().items()
         }
+
+    def pause(self, partition_keys: list[str]) -> None:
+        """Stops fetching from these held partitions; they stay assigned to this member.
+        Messages already handed out from a paused partition's batch are not recalled."""
+        self._set_paused(partition_keys, pause=True)
+
+    def resume(self, partition_keys: list[str]) -> None:
+        """Fetches from these partitions again."""
+        self._set_paused(partition_keys, pause=False)
+
+    def paused(self) -> list[str]:
+        return sorted(self._live().paused())
+
+    def _set_paused(self, partition_keys: list[str], pause: bool) -> None:
+        native = self._live()
+        if isinstance(partition_keys, str):
+            raise TypeError("pass a list of partition keys, e.g. consumer.assignment()")
+        unknown = [
+            key
+            for key in partition_keys
+            if not (native.pause(key) if pause else native.resume(key))
+        ]
+        if unknown:
+            raise ConfigError(f"not held by this consumer: {unknown}", key="partition_keys")
 
     def assignment(self) -> list[str]:
         """Keys of the partitions this member holds now."""

@@ -282,3 +282,22 @@ def test_graceful_close_commits_and_frees_partitions_at_once(master, topics):
         assert second.poll(1.5) is None  # everything was committed at close
         offsets = second.offsets()
         assert all(entry["lag"] == 0 for entry in offsets.values()), offsets
+
+
+def test_paused_partitions_are_not_fetched_until_resumed(master, topics):
+    topic, marker = topics[2], unique("pause")
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics=[topic], consume_from="latest", **FAST
+    ) as consumer:
+        joined(consumer)
+        keep, *stopped = consumer.assignment()
+        consumer.pause(stopped)
+        assert consumer.paused() == sorted(stopped)
+        sent = produce(master, topic, marker, 40)
+        early = drain(consumer, marker.encode(), 40, seconds=4)
+        assert early and {m.partition_key for m in early} == {keep}
+        with pytest.raises(tubemq.ConfigError, match="not held"):
+            consumer.resume(["9:nowhere:0"])
+        consumer.resume(stopped)
+        late = drain(consumer, marker.encode(), 40 - len(early), seconds=20)
+        assert {bytes(m) for m in early + late} == set(sent)

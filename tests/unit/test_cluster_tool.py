@@ -68,3 +68,22 @@ def test_the_command_line_requires_a_workdir(capsys):
 def test_master_settings_are_added_to_the_master_section(tmp_path):
     write_config(tmp_path, PORTS, {"startProduceAuthenticate": "true"})
     assert read_ini(tmp_path / "master.ini")["master"]["startProduceAuthenticate"] == "true"
+
+
+def test_a_stopped_cluster_directory_is_started_afresh(tmp_path, monkeypatch):
+    # Leftover metadata of a stopped cluster would make BDB refuse the new ports.
+    (tmp_path / "cluster.json").write_text('{"ports": {}, "pids": {}, "topics": []}')
+    (tmp_path / "master-meta").mkdir()
+    (tmp_path / "master-meta" / "je.lck").write_text("old")
+    started = []
+
+    def fake_start(self, classpath):
+        started.append(classpath)
+        raise ClusterError("stop here")
+
+    monkeypatch.setattr("tubemq.cluster.maven.server_classpath", lambda: [])
+    monkeypatch.setattr(LocalCluster, "_start_master", fake_start)
+    with pytest.raises(ClusterError, match="stop here"):
+        LocalCluster(tmp_path).up(["topic_a"])
+    assert not (tmp_path / "master-meta" / "je.lck").exists()
+    assert started == [[]]

@@ -72,6 +72,12 @@ class Consumer {
   // Commits (consumed) or rolls back (not consumed) the batch of `confirm_context`.
   Status Confirm(const std::string& confirm_context, bool consumed);
 
+  // Stops (resumes) fetching from a held partition; it stays assigned to this member.
+  // False for keys not held.
+  bool Pause(const std::string& partition_key);
+  bool Resume(const std::string& partition_key);
+  std::vector<std::string> Paused() const;
+
   // Partition key -> (committed offset, max offset) of every held partition.
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
   std::vector<std::string> HeldPartitions() const;

@@ -78,6 +78,18 @@ Status Consumer::Confirm(const std::string& confirm_context, bool consumed) {
   return usable.ok() ? impl_->Confirm(confirm_context, consumed) : usable;
 }
 
+bool Consumer::Pause(const std::string& partition_key) {
+  return impl_ && impl_->cache().Pause(partition_key);
+}
+
+bool Consumer::Resume(const std::string& partition_key) {
+  return impl_ && impl_->cache().Resume(partition_key);
+}
+
+std::vector<std::string> Consumer::Paused() const {
+  return impl_ ? impl_->cache().Paused() : std::vector<std::string>{};
+}
+
 std::map<std::string, std::pair<int64_t, int64_t>> Consumer::Offsets() const {
   return impl_ ? impl_->Offsets() : std::map<std::string, std::pair<int64_t, int64_t>>{};
 }

@@ -45,6 +45,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   Status Confirm(const std::string& confirm_context, bool consumed);
   void Close(Done done);
 
+  consumer::RmtDataCacheCsm& cache() { return cache_; }
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
   std::vector<std::string> HeldPartitions() const;
   const std::string& client_id() const { return client_id_; }

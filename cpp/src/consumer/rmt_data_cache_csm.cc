@@ -25,6 +25,7 @@ bool RmtDataCacheCsm::Add(const meta::Partition& partition, Offsets offsets) {
 
 void RmtDataCacheCsm::ForgetLocked(const std::string& key) {
   held_.erase(key);
+  paused_.erase(key);
   in_use_.erase(key);
   resting_.erase(key);
   idle_.erase(std::remove(idle_.begin(), idle_.end(), key), idle_.end());
@@ -70,7 +71,9 @@ std::optional<RmtDataCacheCsm::Clock::time_point> RmtDataCacheCsm::WakeRested(
     }
   }
   std::sort(ready.begin(), ready.end());
-  for (auto& item : ready) idle_.push_back(std::move(item.second));
+  for (auto& item : ready) {
+    if (paused_.count(item.second) == 0) idle_.push_back(std::move(item.second));
+  }
   return earliest;
 }
 
@@ -91,7 +94,10 @@ Status RmtDataCacheCsm::SelectLocked(Selection& out) {
   if (!resting_.empty()) {
     return Status(ErrorCode::kAllPartitionWaiting, "every partition is waiting out a delay");
   }
-  return Status(ErrorCode::kAllPartitionInUse, "every partition has a batch awaiting confirm");
+  if (!in_use_.empty()) {
+    return Status(ErrorCode::kAllPartitionInUse, "every partition has a batch awaiting confirm");
+  }
+  return Status(ErrorCode::kAllPartitionFrozen, "every partition is paused");
 }
 
 Status RmtDataCacheCsm::Select(Selection& out) {
@@ -121,7 +127,9 @@ bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_
     auto entry = held_.find(key);
     if (entry == held_.end()) return false;
     entry->second.last_pack_consumed = last_pack_consumed;
-    if (delay <= kImmediate) {
+    if (paused_.count(key) != 0) {
+      // Stays held, out of every queue, until resumed.
+    } else if (delay <= kImmediate) {
       idle_.push_back(key);
     } else {
       resting_[key] = Clock::now() + delay;
@@ -154,6 +162,30 @@ std::vector<std::string> RmtDataCacheCsm::ExpireUnconfirmed(std::chrono::millise
     }
   }
   return keys;
+}
+
+bool RmtDataCacheCsm::Pause(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (held_.count(key) == 0) return false;
+  paused_.insert(key);
+  idle_.erase(std::remove(idle_.begin(), idle_.end(), key), idle_.end());
+  return true;
+}
+
+bool RmtDataCacheCsm::Resume(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (held_.count(key) == 0 || paused_.erase(key) == 0) return false;
+    // Back in turn, unless a batch is out or a rest is still running.
+    if (in_use_.count(key) == 0 && resting_.count(key) == 0) idle_.push_back(key);
+  }
+  selectable_.notify_all();
+  return true;
+}
+
+std::vector<std::string> RmtDataCacheCsm::Paused() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {paused_.begin(), paused_.end()};
 }
 
 void RmtDataCacheCsm::UpdateOffsets(const std::string& key, Offsets offsets) {

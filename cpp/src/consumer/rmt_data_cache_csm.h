@@ -56,7 +56,7 @@ class RmtDataCacheCsm {
   std::vector<Removed> RemoveBroker(int32_t broker_id);
 
   // Takes the first idle partition, or says why there is none: 406 nothing held, 407
-  // all resting, 408 all in use, or 420 after Close().
+  // all resting, 408 all in use, 405 all the rest paused, or 420 after Close().
   Status Select(Selection& out);
   // The same, waiting until `deadline` for a partition to become selectable.
   Status WaitSelect(Clock::time_point deadline, Selection& out);
@@ -66,6 +66,12 @@ class RmtDataCacheCsm {
   bool Release(const std::string& key, uint64_t token, bool last_pack_consumed,
                std::chrono::milliseconds delay);
   bool IsInUse(const std::string& key, uint64_t token) const;
+
+  // A paused partition stays held (and registered) but is not selected until resumed;
+  // a batch already out is not affected. False for keys not held.
+  bool Pause(const std::string& key);
+  bool Resume(const std::string& key);
+  std::vector<std::string> Paused() const;
 
   // Releases partitions in use for longer than `timeout` as not consumed (their batch
   // will be delivered again); returns their keys.
@@ -117,6 +123,7 @@ class RmtDataCacheCsm {
   std::map<std::string, Booking> in_use_;
   std::map<std::string, Clock::time_point> resting_;
   std::set<std::string> registered_;
+  std::set<std::string> paused_;
 };
 
 }  // namespace tubemq::consumer

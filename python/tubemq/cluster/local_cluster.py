@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
@@ -104,6 +105,9 @@ class LocalCluster:
                 self._state = running._state
                 return
             running.down()
+            # A new cluster gets new ports; BDB refuses metadata written under old ones.
+            for stale in ("master-meta", "broker-data"):
+                shutil.rmtree(self.workdir / stale, ignore_errors=True)
         classpath = maven.server_classpath()
         ports = Ports(*process.free_ports(7))
         write_config(self.workdir, ports, dict(master_settings or {}))
