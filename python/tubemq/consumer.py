@@ -12,6 +12,7 @@ and wakes as soon as a partition is ready.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
@@ -19,9 +20,10 @@ from typing import Any
 
 from tubemq import _core, _lifecycle, _log
 from tubemq._config import CONSUMER_SCHEMA, native_client_config
-from tubemq.errors import ConfigError
+from tubemq.errors import ConfigError, TubeMQError
 
 Message = _core.Message
+_logger = logging.getLogger("tubemq.consumer")
 
 # Offsets are positions in the broker's index, whose entries are 28 bytes each.
 _INDEX_ENTRY_SIZE = 28
@@ -205,9 +207,15 @@ class Consumer:
         native.confirm(context, consumed)
 
     def _commit_outstanding(self, native: _core.Consumer) -> None:
+        # Auto-commit never fails a poll: a batch whose partition moved away (2004) goes
+        # to its new holder, and a commit RPC that failed is settled by the partition's
+        # next fetch. Either way delivery stays at least once.
         outstanding, self._outstanding = self._outstanding, {}
         for context in outstanding:
-            native.confirm(context, True)
+            try:
+                native.confirm(context, True)
+            except TubeMQError as error:
+                _logger.warning("auto-commit of %s did not complete: %s", context, error)
 
     def _live(self) -> _core.Consumer:
         return _lifecycle.usable(self._native, self._pid, "consumer")

@@ -111,6 +111,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   int64_t visit_token_ = -2;
   std::map<std::string, Booked> booked_;
   std::map<std::string, flowctrl::PartitionPacer> pacers_;
+  std::map<std::string, int> transport_failures_;  // consecutive, per partition
 };
 
 }  // namespace tubemq

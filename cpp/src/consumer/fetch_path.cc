@@ -1,6 +1,7 @@
 // The pull path (behaviour.md §3.8): select a ready partition, fetch one batch, decode
 // and filter it, and give the partition back with the delay the reply and the flow
 // control rules call for, at confirm time or at once on errors.
+#include <algorithm>
 #include <future>
 
 #include "BrokerService.pb.h"
@@ -70,10 +71,22 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
   Status status = CallAndWait(*BrokerConnection(partition), codec::Method::kGetMessage, request,
                               rpc_timeout(), *response);
   if (!status.ok()) {
-    // Nothing reached us; the commit flag stays as it was for the next fetch.
+    // Nothing reached us; the commit flag stays as it was for the next fetch. A broker
+    // that cannot be reached is retried after 200 ms, doubling to 5 s, not in a tight
+    // loop (upstream has no back-off here, behaviour.md §3.8.1).
+    int64_t delay = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const int failures = std::min(++transport_failures_[key], 6);
+      delay = std::min<int64_t>(5000, int64_t{200} << (failures - 1));
+    }
     cache_.Release(key, selection.token, selection.last_pack_consumed,
-                   std::chrono::milliseconds(0));
+                   std::chrono::milliseconds(delay));
     return status;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    transport_failures_.erase(key);
   }
   flowctrl::FetchOutcome outcome;
   outcome.code = response->success() ? 200 : response->errcode();
