@@ -1,111 +1,37 @@
-// ClientConnection against a scripted server that misbehaves: late, out of order,
-// resetting, sending garbage or truncated frames. Every request must end exactly once.
+// ClientConnection against a scripted server on 127.0.0.1 that misbehaves: late, out
+// of order, resetting, sending garbage or truncated frames, never accepting. Every
+// request must end exactly once: with its reply, its timeout, or the transport error.
 #include <gtest/gtest.h>
 
-#include <asio.hpp>
-#include <future>
-#include <map>
-#include <set>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <asio.hpp>
+#include <atomic>
+#include <set>
+#include <stdexcept>
+
+#include "call_recorder.h"
+#include "codec/big_endian.h"
 #include "net/client_connection.h"
-#include "net/connection_pool.h"
 #include "scripted_server.h"
+#include "test_bytes.h"
 
 namespace tubemq::net {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Echo;
+using testing::Eventually;
+using testing::Outcome;
 using testing::Peer;
+using testing::Recorder;
 using testing::ScriptedServer;
+using testing::ToHex;
 
-struct Outcome {
-  Status status;
-  codec::RpcReply reply;
-};
-
-// Counts completions per request, so a second completion of any request is caught.
-class Recorder {
- public:
-  explicit Recorder(size_t expected) : expected_(expected) {}
-  ClientConnection::Callback Track(int id) {
-    return [this, id](const Status& status, codec::RpcReply&& reply) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++calls_[id];
-      outcomes_[id] = Outcome{status, std::move(reply)};
-      if (++total_ == expected_) done_.set_value();
-    };
-  }
-  bool WaitAll(std::chrono::milliseconds wait) {
-    return done_future_.wait_for(wait) == std::future_status::ready;
-  }
-  int Calls(int id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return calls_[id];
-  }
-  Outcome Get(int id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return outcomes_[id];
-  }
-  size_t Total() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return total_;
-  }
-
- private:
-  const size_t expected_;
-  std::mutex mutex_;
-  std::map<int, int> calls_;
-  std::map<int, Outcome> outcomes_;
-  size_t total_ = 0;
-  std::promise<void> done_;
-  std::future<void> done_future_ = done_.get_future();
-};
-
-class ClientConnectionTest : public ::testing::Test {
- protected:
-  ClientConnectionTest() : work_(asio::make_work_guard(io_)) {
-    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
-  }
-  ~ClientConnectionTest() override {
-    work_.reset();
-    io_.stop();
-    for (auto& thread : threads_) thread.join();
-  }
-
-  std::shared_ptr<ClientConnection> Connect(uint16_t port,
-                                            std::chrono::milliseconds connect_timeout = 2000ms) {
-    ConnectionOptions options;
-    options.connect_timeout = connect_timeout;
-    return ClientConnection::Create(io_, Endpoint{"127.0.0.1", port}, options);
-  }
-
-  static std::string Payload(const std::string& body) {
-    return codec::EncodeRequestPayload(codec::Method::kProducerHeartbeat, 5000, body);
-  }
-
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::vector<std::thread> threads_;
-};
-
-// Closing happens on the connection's strand, so its effect is awaited, within a bound.
-template <typename Predicate>
-bool Eventually(Predicate predicate) {
-  const auto deadline = std::chrono::steady_clock::now() + 2s;
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-// Replies to every request with its own body, immediately.
-void Echo(Peer& peer) {
-  int32_t serial;
-  while (auto request = peer.ReadRequest(&serial)) {
-    peer.Reply(serial, request->method, request->body);
-  }
-}
+using ClientConnectionTest = testing::IoThreadsTest;
 
 TEST_F(ClientConnectionTest, RequestGetsItsReply) {
   ScriptedServer server(Echo);
@@ -332,7 +258,12 @@ TEST_F(ClientConnectionTest, ConnectThatNeverCompletesTimesOut) {
   for (int fd : fillers) ::close(fd);
   EXPECT_EQ(recorder.Get(1).status.code(), ErrorCode::kConnectFailed)
       << recorder.Get(1).status.ToString();
+  // The connect timer ended it, not a refusal (which would be immediate).
+  EXPECT_NE(recorder.Get(1).status.message().find("timed out"), std::string::npos)
+      << recorder.Get(1).status.message();
+  EXPECT_GE(elapsed, 290ms);
   EXPECT_LT(elapsed, 2000ms);
+  EXPECT_EQ(recorder.Calls(1), 1);
 }
 
 TEST_F(ClientConnectionTest, CloseFailsPendingRequestsWithTheGivenReason) {
@@ -388,26 +319,289 @@ TEST_F(ClientConnectionTest, ManyRequestsAgainstAServerThatDiesHalfwayEachEndOnc
   EXPECT_EQ(ok, kRequests / 2);
 }
 
-TEST_F(ClientConnectionTest, PoolSharesOneConnectionPerAddressAndRecyclesIdleOnes) {
-  ScriptedServer server(Echo);
-  ConnectionPool pool(io_, ConnectionOptions{});
-  const Endpoint endpoint{"127.0.0.1", server.port()};
-  auto first = pool.Get(endpoint);
-  EXPECT_EQ(pool.Get(endpoint), first);
-  EXPECT_EQ(pool.size(), 1u);
+TEST_F(ClientConnectionTest, FirstFrameIsByteExactWithSerialOneAndSerialsThenCount) {
+  // protocol.md §1.4: the per-connection counter starts at 1 and increments by one;
+  // §10 items 1, 2 and 5: the frame starts with the token, bytes 4-7 are the serial.
+  const std::string first_payload = Payload("first");
+  const std::string first_frame = codec::EncodeFrame(1, first_payload);
+  std::promise<std::string> raw_first;
+  std::mutex mutex;
+  std::vector<int32_t> later_serials;
+  ScriptedServer server([&](Peer& peer) {
+    const std::string raw = peer.ReadRaw(first_frame.size());
+    raw_first.set_value(raw);
+    if (raw.size() != first_frame.size()) return;
+    const auto serial = static_cast<int32_t>(codec::GetUint32(testing::Bytes(raw) + 4));
+    peer.Reply(serial, 2, "first");
+    int32_t next;
+    while (auto request = peer.ReadRequest(&next)) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        later_serials.push_back(next);
+      }
+      peer.Reply(next, request->method, request->body);
+    }
+  });
+  auto connection = Connect(server.port());
+  for (int i = 0; i < 3; ++i) {
+    Recorder recorder(1);
+    connection->Call(i == 0 ? first_payload : Payload("more"), 3000ms, recorder.Track(i));
+    ASSERT_TRUE(recorder.WaitAll(5s));
+    ASSERT_TRUE(recorder.Get(i).status.ok()) << recorder.Get(i).status.ToString();
+  }
+  auto raw = raw_first.get_future();
+  ASSERT_EQ(raw.wait_for(1s), std::future_status::ready);
+  EXPECT_EQ(ToHex(raw.get()), ToHex(first_frame));
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(later_serials, (std::vector<int32_t>{2, 3}));
+}
 
-  Recorder recorder(1);
-  first->Call(Payload("a"), 3000ms, recorder.Track(1));
+TEST_F(ClientConnectionTest, LateReplyAfterTheDeadlineIsDiscarded) {
+  ScriptedServer server([](Peer& peer) {
+    int32_t slow_serial;
+    int32_t serial;
+    if (!peer.ReadRequest(&slow_serial)) return;
+    // The next request is only sent once the slow one has timed out on the client.
+    auto next = peer.ReadRequest(&serial);
+    if (!next) return;
+    peer.Reply(slow_serial, 2, "late");
+    peer.Reply(serial, 2, next->body);
+    Echo(peer);
+  });
+  auto connection = Connect(server.port());
+  Recorder slow(1);
+  connection->Call(Payload("slow"), 200ms, slow.Track(1));
+  ASSERT_TRUE(slow.WaitAll(5s));
+  EXPECT_EQ(slow.Get(1).status.code(), ErrorCode::kRequestTimeout);
+
+  Recorder next(1);
+  connection->Call(Payload("next"), 3000ms, next.Track(2));
+  ASSERT_TRUE(next.WaitAll(5s));
+  // The late reply came first on the stream, so it has been handled by now: dropped.
+  EXPECT_TRUE(next.Get(2).status.ok());
+  EXPECT_EQ(next.Get(2).reply.data, "next");
+  EXPECT_EQ(slow.Total(), 1u);
+  EXPECT_EQ(slow.Get(1).status.code(), ErrorCode::kRequestTimeout);
+  EXPECT_FALSE(connection->closed());
+}
+
+TEST_F(ClientConnectionTest, BlockCountOverTheJavaLimitClosesTheConnection) {
+  // §10 item 25: a framing error (listSize > 3584) closes the connection.
+  ScriptedServer server([](Peer& peer) {
+    int32_t serial;
+    if (!peer.ReadRequest(&serial)) return;
+    std::string header(12, '\0');
+    codec::PutUint32(header.data(), codec::kFrameBeginToken);
+    codec::PutUint32(header.data() + 4, static_cast<uint32_t>(serial));
+    codec::PutUint32(header.data() + 8, 3585);
+    peer.Write(header);
+    peer.ReadRequest(&serial, 2000ms);  // until the client hangs up
+  });
+  auto connection = Connect(server.port());
+  Recorder recorder(2);
+  connection->Call(Payload("a"), 5000ms, recorder.Track(1));
+  connection->Call(Payload("b"), 5000ms, recorder.Track(2));
   ASSERT_TRUE(recorder.WaitAll(5s));
-  EXPECT_EQ(pool.CloseIdle(10000ms), 0u);  // just used
-  std::this_thread::sleep_for(30ms);
-  EXPECT_EQ(pool.CloseIdle(10ms), 1u);
-  EXPECT_EQ(pool.size(), 0u);
-  EXPECT_TRUE(Eventually([&] { return first->closed(); }));
-  auto second = pool.Get(endpoint);
-  EXPECT_NE(second, first);  // a closed connection is replaced
-  pool.CloseAll(Status(ErrorCode::kServiceStopped, "done"));
-  EXPECT_TRUE(Eventually([&] { return second->closed(); }));
+  for (int id : {1, 2}) {
+    EXPECT_EQ(recorder.Get(id).status.code(), ErrorCode::kProtocolError);
+    EXPECT_EQ(recorder.Calls(id), 1);
+  }
+  EXPECT_NE(recorder.Get(1).status.message().find("block count"), std::string::npos)
+      << recorder.Get(1).status.message();
+  EXPECT_TRUE(connection->closed());
+}
+
+TEST_F(ClientConnectionTest, RepliesInTinyPiecesAndCoalescedRepliesAreReassembled) {
+  ScriptedServer server([](Peer& peer) {
+    std::vector<std::pair<int32_t, std::string>> requests;
+    int32_t serial;
+    for (int i = 0; i < 3; ++i) {
+      auto request = peer.ReadRequest(&serial);
+      if (!request) return;
+      requests.emplace_back(serial, request->body);
+    }
+    auto frame = [](const std::pair<int32_t, std::string>& request) {
+      return codec::EncodeFrame(request.first,
+                                codec::EncodeSuccessResponsePayload(2, request.second));
+    };
+    peer.WriteInPieces(frame(requests[0]), 1);             // one byte per send
+    peer.Write(frame(requests[1]) + frame(requests[2]));   // two frames in one send
+    Echo(peer);
+  });
+  auto connection = Connect(server.port());
+  Recorder recorder(3);
+  for (int i = 0; i < 3; ++i) {
+    connection->Call(Payload("piece-" + std::to_string(i)), 5000ms, recorder.Track(i));
+  }
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(recorder.Get(i).status.ok()) << recorder.Get(i).status.ToString();
+    EXPECT_EQ(recorder.Get(i).reply.data, "piece-" + std::to_string(i));
+  }
+}
+
+TEST_F(ClientConnectionTest, MultiBlockRequestAndReplyRoundTrip) {
+  ScriptedServer server(Echo);
+  auto connection = Connect(server.port());
+  std::string body(100000, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 131) >> 3);
+  Recorder recorder(1);
+  connection->Call(Payload(body), 5000ms, recorder.Track(1));
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  ASSERT_TRUE(recorder.Get(1).status.ok()) << recorder.Get(1).status.ToString();
+  EXPECT_EQ(recorder.Get(1).reply.data, body);
+}
+
+TEST_F(ClientConnectionTest, ConcurrentCallersGetTheirOwnRepliesUnderUniqueSerials) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 100;
+  std::mutex mutex;
+  std::set<int32_t> serials;
+  int duplicates = 0;
+  ScriptedServer server([&](Peer& peer) {
+    int32_t serial;
+    while (auto request = peer.ReadRequest(&serial)) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!serials.insert(serial).second) ++duplicates;
+      }
+      peer.Reply(serial, request->method, request->body);
+    }
+  });
+  auto connection = Connect(server.port());
+  Recorder recorder(kThreads * kPerThread);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int id = t * kPerThread + i;
+        connection->Call(Payload(std::to_string(id)), 10000ms, recorder.Track(id));
+      }
+    });
+  }
+  for (auto& caller : callers) caller.join();
+  ASSERT_TRUE(recorder.WaitAll(10s));
+  for (int id = 0; id < kThreads * kPerThread; ++id) {
+    EXPECT_EQ(recorder.Calls(id), 1) << id;
+    EXPECT_EQ(recorder.Get(id).reply.data, std::to_string(id)) << id;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_EQ(serials.size(), static_cast<size_t>(kThreads * kPerThread));
+}
+
+TEST_F(ClientConnectionTest, ThrowingCallbackDoesNotDisturbOtherRequests) {
+  ScriptedServer server(Echo);
+  auto connection = Connect(server.port());
+  std::atomic<int> thrower_calls{0};
+  std::promise<void> thrown;
+  connection->Call(Payload("a"), 3000ms, [&](const Status&, codec::RpcReply&&) {
+    if (++thrower_calls == 1) thrown.set_value();
+    throw std::runtime_error("callback failure");
+  });
+  ASSERT_EQ(thrown.get_future().wait_for(5s), std::future_status::ready);
+  Recorder recorder(1);
+  connection->Call(Payload("b"), 3000ms, recorder.Track(1));
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  EXPECT_TRUE(recorder.Get(1).status.ok());
+  EXPECT_EQ(recorder.Get(1).reply.data, "b");
+  EXPECT_EQ(thrower_calls.load(), 1);
+  EXPECT_FALSE(connection->closed());
+}
+
+TEST_F(ClientConnectionTest, RequestsCompleteAfterTheCallerDropsItsHandle) {
+  ScriptedServer server([](Peer& peer) {
+    int32_t serial;
+    while (auto request = peer.ReadRequest(&serial)) {
+      if (request->body != "silent") peer.Reply(serial, request->method, request->body);
+    }
+  });
+  Recorder recorder(2);
+  {
+    auto connection = Connect(server.port());
+    connection->Call(Payload("silent"), 200ms, recorder.Track(1));
+    connection->Call(Payload("echo"), 3000ms, recorder.Track(2));
+  }  // the pending requests keep the connection alive
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  EXPECT_EQ(recorder.Get(1).status.code(), ErrorCode::kRequestTimeout);
+  EXPECT_TRUE(recorder.Get(2).status.ok());
+  EXPECT_EQ(recorder.Get(2).reply.data, "echo");
+}
+
+TEST_F(ClientConnectionTest, EveryRequestQueuedBeforeARefusedConnectFailsOnce) {
+  uint16_t port;
+  {
+    ScriptedServer closed(nullptr);
+    port = closed.port();
+  }
+  auto connection = Connect(port);
+  Recorder recorder(5);
+  for (int i = 0; i < 5; ++i) connection->Call(Payload("x"), 5000ms, recorder.Track(i));
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(recorder.Get(i).status.code(), ErrorCode::kConnectFailed);
+    EXPECT_EQ(recorder.Calls(i), 1);
+  }
+  EXPECT_TRUE(connection->closed());
+  EXPECT_EQ(connection->pending_count(), 0u);
+}
+
+TEST_F(ClientConnectionTest, ClosedBeforeConnectingNeverConnectsAndFailsCalls) {
+  ScriptedServer server(Echo);
+  auto connection = Connect(server.port());
+  connection->Close(Status(ErrorCode::kServiceStopped, "stopped early"));
+  Recorder recorder(1);
+  connection->Call(Payload("a"), 3000ms, recorder.Track(1));
+  ASSERT_TRUE(recorder.WaitAll(2s));
+  EXPECT_EQ(recorder.Get(1).status.code(), ErrorCode::kServiceStopped);
+  EXPECT_EQ(recorder.Get(1).status.message(), "stopped early");
+  EXPECT_EQ(server.accepted(), 0);
+}
+
+TEST_F(ClientConnectionTest, DeadlinesRacingRepliesStillCompleteEachRequestOnce) {
+  // Replies arrive in one burst while the deadlines (100..149 ms) are expiring: each
+  // request ends once, with its reply or with its timeout, never both.
+  constexpr int kRequests = 50;
+  ScriptedServer server([](Peer& peer) {
+    std::vector<std::pair<int32_t, std::string>> requests;
+    int32_t serial;
+    auto first = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRequests; ++i) {
+      auto request = peer.ReadRequest(&serial);
+      if (!request) return;
+      if (i == 0) first = std::chrono::steady_clock::now();
+      requests.emplace_back(serial, request->body);
+    }
+    std::this_thread::sleep_until(first + 120ms);
+    std::string burst;
+    for (const auto& request : requests) {
+      burst += codec::EncodeFrame(request.first,
+                                  codec::EncodeSuccessResponsePayload(2, request.second));
+    }
+    peer.Write(burst);
+    Echo(peer);
+  });
+  auto connection = Connect(server.port());
+  Recorder recorder(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    connection->Call(Payload(std::to_string(i)), std::chrono::milliseconds(100 + i),
+                     recorder.Track(i));
+  }
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  // A last round trip: the burst has been fully handled before its reply arrives.
+  Recorder sync(1);
+  connection->Call(Payload("sync"), 3000ms, sync.Track(0));
+  ASSERT_TRUE(sync.WaitAll(5s));
+  EXPECT_EQ(recorder.Total(), static_cast<size_t>(kRequests));
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(recorder.Calls(i), 1) << i;
+    const Outcome outcome = recorder.Get(i);
+    if (outcome.status.ok()) {
+      EXPECT_EQ(outcome.reply.data, std::to_string(i));
+    } else {
+      EXPECT_EQ(outcome.status.code(), ErrorCode::kRequestTimeout) << outcome.status.ToString();
+    }
+  }
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
-// Strings the master sends (protocol.md §5.2-5.4) and addresses users give us: parsed
-// exactly, and bad input turned into a Status, never a crash.
+// Strings the master sends (protocol.md §5.2-5.5; checklist §10 items 19-21, 23): parsed
+// exactly, and bad input turned into a typed Status, never a crash. Addresses users give
+// are in endpoint_test.cc.
 #include <gtest/gtest.h>
 
-#include "codec/remote_exception.h"
-#include "codec/rpc_envelope.h"
+#include <climits>
+
 #include "meta/broker_info.h"
 #include "meta/partition.h"
 #include "meta/subscribe_info.h"
-#include "net/endpoint.h"
 
 namespace tubemq {
 namespace {
@@ -77,53 +77,57 @@ TEST(ProducerTopicInfo, MalformedStringsAreProtocolErrors) {
   }
 }
 
-TEST(Endpoint, ParsesHostPortAndRefusesTheRest) {
-  net::Endpoint endpoint;
-  ASSERT_TRUE(net::ParseEndpoint("127.0.0.1:8715", endpoint).ok());
-  EXPECT_EQ(endpoint.host, "127.0.0.1");
-  EXPECT_EQ(endpoint.port, 8715);
-  for (const char* bad : {"", "host", ":8715", "host:", "host:0", "host:65536", "host:12a",
-                          "a:b:c"}) {
-    const Status status = net::ParseEndpoint(bad, endpoint);
-    EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument) << bad;
-  }
-}
-
-TEST(Endpoint, MasterListsDropBlanksAndDuplicatesAndKeepOrder) {
-  std::vector<net::Endpoint> masters;
-  ASSERT_TRUE(net::ParseEndpointList(" b:2 , a:1,,b:2 ", masters).ok());
-  ASSERT_EQ(masters.size(), 2u);
-  EXPECT_EQ(masters[0].ToString(), "b:2");
-  EXPECT_EQ(masters[1].ToString(), "a:1");
-  EXPECT_FALSE(net::ParseEndpointList(" , ", masters).ok());
-  EXPECT_FALSE(net::ParseEndpointList("a:1,bad", masters).ok());
-}
-
-TEST(RemoteException, StandbyIsRecognisedUnderEveryPackagePrefix) {
-  for (const char* prefix : {"org.apache.inlong.tubemq.", "com.apache.tubemq.",
-                             "com.tencent.tubemq."}) {
-    const std::string name = std::string(prefix) + "corerpc.exception.StandbyException";
-    EXPECT_EQ(codec::ClassifyRemoteException(name), codec::RemoteExceptionKind::kStandby) << name;
-  }
-  EXPECT_EQ(codec::ClassifyRemoteException("java.lang.Exception"),
-            codec::RemoteExceptionKind::kRequestRejected);
-}
-
-TEST(RemoteException, IsReportedAsNameHashMessage) {
-  codec::RpcReply reply;
-  reply.status = codec::ResponseStatus::kError;
-  reply.exception_name = "java.lang.Exception";
-  reply.exception_message = "No service 1 found on the server";
-  const Status status = codec::RemoteExceptionStatus(reply);
-  EXPECT_EQ(status.code(), ErrorCode::kRemoteException);
-  EXPECT_EQ(status.message(), "java.lang.Exception#No service 1 found on the server");
-}
-
 }  // namespace
 }  // namespace tubemq
 
 namespace tubemq {
 namespace {
+
+TEST(BrokerInfo, IdsOutsideInt32AndSpacesInsideFieldsAreRefused) {
+  meta::BrokerInfo broker;
+  for (const char* bad : {"2147483648:h:8123", "-1:h:8123", "1:h:81 23", "1:h:8123:9", " :h:1"}) {
+    EXPECT_EQ(meta::ParseBrokerInfo(bad, false, broker).code(), ErrorCode::kProtocolError) << bad;
+  }
+  ASSERT_TRUE(meta::ParseBrokerInfo("2147483647:h:1", false, broker).ok());
+  EXPECT_EQ(broker.id, INT32_MAX);
+}
+
+TEST(ProducerTopicInfo, BrokerIdsOutsideInt32AreRefusedNotWrapped) {
+  // 4294967297 would wrap to broker 1 if narrowed to int32 unchecked.
+  meta::TopicPartitions topic;
+  for (const char* bad : {"demo#4294967297:1:1#", "demo#-4294967295:1:1#"}) {
+    EXPECT_EQ(meta::ParseProducerTopicInfo(bad, TwoBrokers(), topic).code(),
+              ErrorCode::kProtocolError)
+        << bad;
+    EXPECT_TRUE(topic.partitions.empty()) << bad;
+  }
+}
+
+TEST(ProducerTopicInfo, SurroundingBlanksAndEmptyItemsAreTolerated) {
+  meta::TopicPartitions topic;
+  ASSERT_TRUE(meta::ParseProducerTopicInfo("  demo#1:2:1,,2:1:1#2048 \n", TwoBrokers(), topic)
+                  .ok());
+  EXPECT_EQ(topic.topic, "demo");
+  EXPECT_EQ(topic.max_message_size, 2048);
+  EXPECT_EQ(topic.partitions.size(), 3u);
+}
+
+TEST(ProducerTopicInfo, ResultReplacesWhatTheOutputHeldBefore) {
+  meta::TopicPartitions topic;
+  ASSERT_TRUE(meta::ParseProducerTopicInfo("demo#1:3:2#1048576", TwoBrokers(), topic).ok());
+  ASSERT_TRUE(meta::ParseProducerTopicInfo("demo#2:1:1#", TwoBrokers(), topic).ok());
+  ASSERT_EQ(topic.partitions.size(), 1u);
+  EXPECT_EQ(topic.partitions[0].Key(), "2:demo:0");
+  EXPECT_EQ(topic.max_message_size, 0);
+}
+
+TEST(ProducerTopicInfo, PartitionsCarryTheBrokerAddress) {
+  meta::TopicPartitions topic;
+  ASSERT_TRUE(meta::ParseProducerTopicInfo("demo#2:1:1#", TwoBrokers(), topic).ok());
+  ASSERT_EQ(topic.partitions.size(), 1u);
+  EXPECT_EQ(topic.partitions[0].broker.endpoint.ToString(), "10.0.0.2:8123");
+  EXPECT_EQ(meta::PartitionFullString(topic.partitions[0]), "2:10.0.0.2:8123#demo:0");
+}
 
 TEST(SubscribeInfo, FormatsAndParsesTheSpecExample) {
   meta::SubscribeInfo info;

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -60,12 +61,43 @@ class Peer {
     return request;
   }
 
+  // Exactly `size` raw bytes as the client sent them (for byte-level checks), or
+  // fewer if the client closed or `wait` passed. Use before any ReadRequest().
+  std::string ReadRaw(size_t size,
+                      std::chrono::milliseconds wait = std::chrono::milliseconds(5000)) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    std::string bytes;
+    while (bytes.size() < size) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || stopping_) break;
+      pollfd poll_fd{fd_, POLLIN, 0};
+      if (::poll(&poll_fd, 1, std::min(50, static_cast<int>(left.count()))) <= 0) continue;
+      char buffer[4096];
+      const ssize_t got = ::read(fd_, buffer, std::min(sizeof buffer, size - bytes.size()));
+      if (got <= 0) break;
+      bytes.append(buffer, static_cast<size_t>(got));
+    }
+    return bytes;
+  }
+
   void Write(const std::string& bytes) {
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t put = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
       if (put <= 0) return;
       done += static_cast<size_t>(put);
+    }
+  }
+
+  // Writes `bytes` in separate sends of `piece` bytes with TCP_NODELAY, pausing a
+  // little between them, so the client sees the data arrive in many small reads.
+  void WriteInPieces(const std::string& bytes, size_t piece) {
+    int yes = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    for (size_t at = 0; at < bytes.size(); at += piece) {
+      Write(bytes.substr(at, piece));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 
@@ -96,6 +128,14 @@ class Peer {
   codec::FrameReader reader_;
   std::vector<codec::Frame> frames_;
 };
+
+// Replies to every request with its own body, immediately.
+inline void Echo(Peer& peer) {
+  int32_t serial;
+  while (auto request = peer.ReadRequest(&serial)) {
+    peer.Reply(serial, request->method, request->body);
+  }
+}
 
 class ScriptedServer {
  public:

@@ -1,5 +1,7 @@
 #include "meta/partition.h"
 
+#include <cstdint>
+
 #include "meta/text.h"
 
 namespace tubemq::meta {
@@ -30,8 +32,8 @@ Status ParseProducerTopicInfo(std::string_view text, const BrokerMap& brokers,
     int64_t store_count = 0;
     if (fields.size() != 3 || !ParseInt(Trim(fields[0]), broker_id) ||
         !ParseInt(Trim(fields[1]), part_count) || !ParseInt(Trim(fields[2]), store_count) ||
-        part_count < 0 || store_count < 0 || part_count > kStoreIdBase ||
-        store_count > 1000) {
+        broker_id < 0 || broker_id > INT32_MAX || part_count < 0 || store_count < 0 ||
+        part_count > kStoreIdBase || store_count > 1000) {
       return bad("expected brokerId:partNum:storeNum items");
     }
     const auto broker = brokers.find(static_cast<int32_t>(broker_id));

@@ -20,7 +20,7 @@ void PeriodicTimer::Start(std::chrono::milliseconds interval,
   asio::dispatch(timer_.get_executor(), [self = shared_from_this(), interval, first_delay,
                                          task = std::move(task)]() mutable {
     self->interval_ = interval;
-    self->task_ = std::move(task);
+    self->task_ = std::make_shared<Task>(std::move(task));
     self->active_ = true;
     self->Arm(first_delay);
   });
@@ -53,8 +53,9 @@ void PeriodicTimer::Arm(std::chrono::milliseconds delay) {
 }
 
 void PeriodicTimer::Tick() {
+  const std::shared_ptr<Task> task = task_;
   try {
-    if (task_) task_();
+    if (task && *task) (*task)();
   } catch (const std::exception& e) {
     TUBEMQ_LOG_ERROR("timer '" << name_ << "' task threw: " << e.what());
   } catch (...) {

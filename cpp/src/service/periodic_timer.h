@@ -35,7 +35,9 @@ class PeriodicTimer : public std::enable_shared_from_this<PeriodicTimer> {
   asio::steady_timer timer_;
   const std::string name_;
   std::chrono::milliseconds interval_{0};
-  Task task_;
+  // Shared so that a tick keeps its task alive while the task cancels or restarts
+  // this timer (which replaces task_ on the same strand, in the middle of the call).
+  std::shared_ptr<Task> task_;
   bool active_ = false;
   uint64_t generation_ = 0;
 };
