@@ -229,7 +229,9 @@ class LocalCluster:
             time.sleep(0.5)
         raise ClusterError(
             f"topics {pending} not publishable and subscribable within "
-            f"{TOPICS_READY_TIMEOUT_S:.0f} s; last answer: {answer}"
+            f"{TOPICS_READY_TIMEOUT_S:.0f} s; last answer: {answer}\n"
+            # The broker's log says why it never reported the topics (store, registration).
+            f"broker log:\n{process.log_tail(self.workdir / 'broker.log')}"
         )
 
     # -- faults, for tests --------------------------------------------------------------
