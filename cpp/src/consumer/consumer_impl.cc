@@ -281,14 +281,18 @@ std::shared_ptr<net::ClientConnection> Consumer::Impl::BrokerConnection(
 
 void Consumer::Impl::Close(Done done) {
   bool registered = false;
+  bool already_closing = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ == State::kClosing || state_ == State::kClosed) {
-      done(Status::OK());
-      return;
+    already_closing = state_ == State::kClosing || state_ == State::kClosed;
+    if (!already_closing) {
+      registered = state_ == State::kRunning;
+      state_ = State::kClosing;
     }
-    registered = state_ == State::kRunning;
-    state_ = State::kClosing;
+  }
+  if (already_closing) {
+    done(Status::OK());  // never called with mutex_ held
+    return;
   }
   heartbeat_timer_->Cancel();
   sweep_timer_->Cancel();
