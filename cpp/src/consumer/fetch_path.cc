@@ -70,6 +70,12 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
   auto response = std::make_shared<pb::GetMessageResponseB2C>();
   Status status = CallAndWait(*BrokerConnection(partition), codec::Method::kGetMessage, request,
                               rpc_timeout(), *response);
+  // One line per fetch (formatted only when DEBUG is on): the observable of pacing.
+  TUBEMQ_LOG_DEBUG("fetch " << key << ": "
+                            << (!status.ok()          ? status.code_value()
+                                : response->success() ? 200
+                                                      : response->errcode())
+                            << (request.escflowctrl() ? " escFlowCtrl" : ""));
   if (!status.ok()) {
     // Nothing reached us; the commit flag stays as it was for the next fetch. A broker
     // that cannot be reached is retried after 200 ms, doubling to 5 s, not in a tight

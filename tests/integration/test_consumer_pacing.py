@@ -1,0 +1,199 @@
+"""How the server-balanced consumer paces itself when it has nothing to read (behaviour.md
+§10 scenarios 14, 19 and 20), against the real cluster.
+
+Fetch timing is observed through the core's DEBUG record ``fetch <partition key>: <code>``,
+which reaches Python ``logging`` with the native time it was written at.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+import threading
+import time
+import uuid
+
+import pytest
+
+import tubemq
+
+pytestmark = pytest.mark.integration
+
+FAST = {"heartbeat_period_ms": 1000}
+# Topics of the shared cluster beyond the pool; the suite's pool (topics[0..7]) is not used.
+CONFIRM_TOPIC = "flow_a"
+EMPTY_TOPIC = "flow_b"
+
+_FETCH = re.compile(r"fetch (\S+): (-?\d+)( escFlowCtrl)?$")
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+class FetchLog(logging.Handler):
+    """Every fetch the core logs: partition key -> [(native time, reply code)]."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self._lock_rows = threading.Lock()
+        self._rows: list[tuple[float, str, int]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _FETCH.match(record.getMessage())
+        if match:
+            with self._lock_rows:
+                self._rows.append((record.created, match.group(1), int(match.group(2))))
+
+    def count(self) -> int:
+        with self._lock_rows:
+            return len(self._rows)
+
+    def settle(self) -> None:
+        """Waits until records written before now have been handed to Python."""
+        seen, deadline = -1, time.monotonic() + 5
+        while self.count() != seen and time.monotonic() < deadline:
+            seen = self.count()
+            time.sleep(0.6)  # more than the log dispatcher's wait slice
+
+    def per_partition(self) -> dict[str, list[tuple[float, int]]]:
+        with self._lock_rows:
+            rows = sorted(self._rows)
+        out: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
+        for created, key, code in rows:
+            out[key].append((created, code))
+        return dict(out)
+
+
+@pytest.fixture
+def fetch_log():
+    logger = logging.getLogger("tubemq")
+    handler, level = FetchLog(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)  # set before a client starts, so the core formats them
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def gaps(rows: list[tuple[float, int]]) -> list[float]:
+    return [later[0] - earlier[0] for earlier, later in zip(rows, rows[1:])]
+
+
+def produce(master: str, topic: str, marker: str, count: int) -> dict[bytes, int]:
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        return {
+            f"{marker}-{i}".encode(): producer.send(topic, f"{marker}-{i}".encode()).message_id
+            for i in range(count)
+        }
+
+
+def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
+    deadline = time.monotonic() + 40
+    while len(consumer.assignment()) < partitions:
+        assert time.monotonic() < deadline, consumer.assignment()
+        assert consumer.poll(0.2) is None  # a new "latest" group has nothing to read yet
+
+
+def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(master):
+    # Scenario 14, with a 3 s confirm timeout instead of 20 s.
+    topic, marker = CONFIRM_TOPIC, unique("unconfirmed")
+    with tubemq.Consumer(
+        master=master,
+        group=unique("g"),
+        topics=[topic],
+        consume_from="latest",
+        auto_commit=False,
+        confirm_timeout_ms=3000,
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        sent = produce(master, topic, marker, 8)
+        first = consumer.consume(1000, timeout=10)  # one batch, never confirmed
+        fetched_at = time.monotonic()
+        assert first and {bytes(m) for m in first} <= set(sent)
+        partition = first[0].partition_key
+        again: list[tubemq.Message] = []
+        deadline = fetched_at + 30
+        while not again and time.monotonic() < deadline:
+            batch = consumer.consume(1000, timeout=0.5)
+            if batch and batch[0].partition_key == partition:
+                again, again_at = batch, time.monotonic()
+            elif batch:
+                consumer.commit(batch[0])  # the other partitions' batches are settled
+        assert again, f"the batch of {partition} was never delivered again"
+        # Not before the timeout (the sweep runs every second), and the very same batch.
+        assert again_at - fetched_at >= 2.5
+        assert [(m.message_id, bytes(m)) for m in again] == [
+            (m.message_id, bytes(m)) for m in first
+        ]
+        with pytest.raises(tubemq.CommitError) as info:
+            consumer.commit(first[0])  # its batch timed out: the old context is void
+        assert info.value.code == 2004
+        consumer.commit(again[0])
+        # Committed this time: it does not come back, not even after another timeout.
+        settled = {m.message_id for m in again}
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            batch = consumer.consume(1000, timeout=0.5)
+            assert not settled & {m.message_id for m in batch}, "a committed batch came back"
+            if batch:
+                consumer.commit(batch[0])
+
+
+def test_an_empty_topic_is_fetched_at_most_every_msg_not_found_wait(master, fetch_log):
+    # Scenario 19 with default settings (msg_not_found_wait_ms 400).
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics=[EMPTY_TOPIC], consume_from="latest", **FAST
+    ) as consumer:
+        started = time.monotonic()
+        while time.monotonic() - started < 10:
+            assert consumer.poll(0.5) is None  # "no data" is never an exception
+        held = consumer.assignment()
+    fetch_log.settle()
+    fetches = fetch_log.per_partition()
+    assert sorted(fetches) == held == [f"1:{EMPTY_TOPIC}:{i}" for i in range(4)]
+    for key, rows in fetches.items():
+        assert {code for _, code in rows} == {404}, (key, rows)
+        # Polled all along (~9 s after the first rebalance), yet never closer than 400 ms.
+        assert len(rows) >= 8, (key, len(rows))
+        assert min(gaps(rows)) >= 0.35, (key, gaps(rows))
+
+
+def test_a_member_without_partitions_waits_out_the_poll_timeout_without_spinning(master, fetch_log):
+    # Scenario 20: five members share four partitions, so one of them holds none.
+    group = unique("g")
+    members = [
+        tubemq.Consumer(
+            master=master, group=group, topics=[EMPTY_TOPIC], consume_from="latest", **FAST
+        )
+        for _ in range(5)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            sizes = [len(member.assignment()) for member in members]
+            if sorted(sizes) == [0, 1, 1, 1, 1]:
+                break
+            assert time.monotonic() < deadline, sizes
+            time.sleep(0.5)
+        idle = members[sizes.index(0)]
+        fetch_log.settle()
+        fetched_before = fetch_log.count()
+        for _ in range(2):
+            cpu, started = time.process_time(), time.monotonic()
+            assert idle.poll(2.0) is None
+            elapsed, cpu_used = time.monotonic() - started, time.process_time() - cpu
+            assert 1.95 <= elapsed < 5.0, elapsed
+            # A busy loop would burn about one core for the whole 2 s.
+            assert cpu_used < 0.5, cpu_used
+        assert idle.assignment() == []
+        fetch_log.settle()
+        assert fetch_log.count() == fetched_before  # nothing to fetch, nothing fetched
+    finally:
+        for member in members:
+            member.close()
