@@ -48,3 +48,29 @@ class AdminClient:
                 f"{answer.get('errMsg')} {failures or ''}".strip()
             )
         return answer
+
+    # -- consumer-group flow control (behaviour.md §6) -------------------------------------
+    def set_group_flow_control(
+        self, group: str, rules: str | list[dict[str, Any]], qry_priority_id: int | None = None
+    ) -> None:
+        """Enables ``rules`` (a rule JSON array, or its Python form) for ``group``,
+        replacing any rules it had; members learn them with their next heartbeat."""
+        params: dict[str, Any] = {
+            "groupName": group,
+            "flowCtrlInfo": rules if isinstance(rules, str) else json.dumps(rules),
+            "statusId": 1,
+        }
+        if qry_priority_id is not None:
+            params["qryPriorityId"] = qry_priority_id
+        known = self.query("admin_query_group_flow_control_rule", groupName=group)
+        exists = any(item.get("groupName") == group for item in known.get("data") or [])
+        self.modify(
+            "admin_upd_group_flow_control_rule" if exists else "admin_set_group_flow_control_rule",
+            **params,
+        )
+
+    def remove_group_flow_control(self, group: str) -> None:
+        """Drops the flow-control rules of ``group`` (no-op if it has none)."""
+        known = self.query("admin_query_group_flow_control_rule", groupName=group)
+        if any(item.get("groupName") == group for item in known.get("data") or []):
+            self.modify("admin_rmv_group_flow_control_rule", groupName=group)
