@@ -80,6 +80,36 @@ class PyConsumer {
     }
   }
 
+  // Client-balanced mode: each call blocks for at most a few RPC timeouts.
+  std::vector<PartitionStatus> QueryPartitions(bool refresh) {
+    std::vector<PartitionStatus> out;
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = consumer_->QueryPartitions(refresh, out);
+    }
+    Check(status);
+    return out;
+  }
+
+  void Assign(const std::string& key, int64_t offset) {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = consumer_->Assign(key, offset);
+    }
+    Check(status);
+  }
+
+  void Unassign(const std::string& key, bool commit) {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = consumer_->Unassign(key, commit);
+    }
+    Check(status);
+  }
+
   void Confirm(const std::string& context, bool consumed) {
     Status status;
     {
@@ -156,21 +186,43 @@ void RegisterConsumer(py::module_& module) {
       })
       .def("__len__", [](const ReceivedBatch& batch) { return batch.messages.size(); });
 
+  py::class_<PartitionStatus>(module, "PartitionMeta",
+                              "A partition of the subscribed topics, as the master lists it.")
+      .def_readonly("key", &PartitionStatus::key)
+      .def_readonly("topic", &PartitionStatus::topic)
+      .def_readonly("broker_id", &PartitionStatus::broker_id)
+      .def_readonly("partition_id", &PartitionStatus::partition_id)
+      .def_readonly("broker", &PartitionStatus::broker)
+      .def_readonly("subscribable", &PartitionStatus::subscribable)
+      .def("__repr__", [](const PartitionStatus& self) {
+        return "PartitionMeta(key='" + self.key + "', broker='" + self.broker +
+               "', subscribable=" + (self.subscribable ? "True" : "False") + ")";
+      });
+
   py::class_<PyConsumer>(module, "Consumer", "The native consumer (use tubemq.Consumer).")
       .def(py::init([](const ClientConfig& config, std::string group,
                        std::map<std::string, std::set<std::string>> topics,
                        const std::string& consume_from, int64_t msg_not_found_wait_ms,
-                       int64_t confirm_timeout_ms) {
+                       int64_t confirm_timeout_ms, bool client_balance, int32_t source_count,
+                       int32_t node_id) {
              ConsumerOptions options;
              options.group = std::move(group);
              options.topics = std::move(topics);
              options.position = ParsePosition(consume_from);
              options.msg_not_found_wait_ms = msg_not_found_wait_ms;
              options.confirm_timeout_ms = confirm_timeout_ms;
+             options.client_balance = client_balance;
+             options.source_count = source_count;
+             options.node_id = node_id;
              return std::make_unique<PyConsumer>(config, std::move(options));
            }),
            py::arg("config"), py::arg("group"), py::arg("topics"), py::arg("consume_from"),
-           py::arg("msg_not_found_wait_ms"), py::arg("confirm_timeout_ms"))
+           py::arg("msg_not_found_wait_ms"), py::arg("confirm_timeout_ms"),
+           py::arg("client_balance") = false, py::arg("source_count") = 0,
+           py::arg("node_id") = 0)
+      .def("query_partitions", &PyConsumer::QueryPartitions, py::arg("refresh"))
+      .def("assign", &PyConsumer::Assign, py::arg("partition_key"), py::arg("offset"))
+      .def("unassign", &PyConsumer::Unassign, py::arg("partition_key"), py::arg("commit"))
       .def("start", &PyConsumer::Start, py::arg("timeout") = py::none())
       .def("poll", &PyConsumer::Poll, py::arg("timeout"))
       .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"))

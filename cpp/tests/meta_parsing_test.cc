@@ -160,3 +160,45 @@ TEST(SubscribeInfo, BrokerFailureInfoSplitsAtTheFirstColon) {
 
 }  // namespace
 }  // namespace tubemq
+
+namespace tubemq {
+namespace {
+
+TEST(ProducerTopicInfo, AbsurdCountsAreRefusedBeforeAnyAllocation) {
+  meta::TopicPartitions topic;
+  EXPECT_EQ(meta::ParseProducerTopicInfo("demo#1:10000:1000#", TwoBrokers(), topic).code(),
+            ErrorCode::kProtocolError);
+  // Also for a broker the client does not know and would skip.
+  EXPECT_EQ(meta::ParseProducerTopicInfo("demo#9:10000:1000#", TwoBrokers(), topic).code(),
+            ErrorCode::kProtocolError);
+}
+
+TEST(ConsumerTopicMeta, StoreCountComesFirstAndStatusMarksSubscribable) {
+  std::vector<meta::PartitionMeta> partitions;
+  ASSERT_TRUE(meta::ParseConsumerTopicMeta("demo#1:2:3:1,2:1:2:0", TwoBrokers(), partitions).ok());
+  std::vector<std::string> keys;
+  std::vector<bool> subscribable;
+  for (const auto& item : partitions) {
+    keys.push_back(item.partition.Key());
+    subscribable.push_back(item.subscribable);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"1:demo:0", "1:demo:1", "1:demo:2", "1:demo:10000",
+                                            "1:demo:10001", "1:demo:10002", "2:demo:0",
+                                            "2:demo:1"}));
+  EXPECT_EQ(subscribable,
+            (std::vector<bool>{true, true, true, true, true, true, false, false}));
+}
+
+TEST(ConsumerTopicMeta, MalformedOrAbsurdStringsAreProtocolErrorsAndAppendNothing) {
+  std::vector<meta::PartitionMeta> partitions;
+  for (const char* bad : {"", "demo", "demo#1:1:1", "#1:1:1:1", "demo#1:1:x:1", "demo#1:1:1:1#x",
+                          "demo#1:1:1:1,2:1000:10000:1"}) {
+    EXPECT_EQ(meta::ParseConsumerTopicMeta(bad, TwoBrokers(), partitions).code(),
+              ErrorCode::kProtocolError)
+        << bad;
+  }
+  EXPECT_TRUE(partitions.empty());
+}
+
+}  // namespace
+}  // namespace tubemq

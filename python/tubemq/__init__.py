@@ -6,6 +6,14 @@ thread and opens no connection.
 """
 
 from tubemq import _core
+from tubemq.assigned_consumer import (
+    INDEX_ENTRY_SIZE,
+    AssignedConsumer,
+    PartitionMeta,
+    java_string_hash,
+    message_count,
+    partitions_for_node,
+)
 from tubemq.consumer import Consumer, Message
 from tubemq.errors import (
     AuthenticationError,
@@ -30,6 +38,8 @@ from tubemq.producer import Producer, SendResult
 __version__: str = _core.__version__
 
 __all__ = [
+    "INDEX_ENTRY_SIZE",
+    "AssignedConsumer",
     "AuthenticationError",
     "AuthorizationError",
     "ClientClosedError",
@@ -41,6 +51,7 @@ __all__ = [
     "ForkedClientError",
     "InvalidMessageError",
     "Message",
+    "PartitionMeta",
     "PartitionOccupiedError",
     "Producer",
     "QueueFullError",
@@ -51,4 +62,7 @@ __all__ = [
     "TopicNotDeployedError",
     "TubeMQError",
     "__version__",
+    "java_string_hash",
+    "message_count",
+    "partitions_for_node",
 ]

@@ -308,3 +308,28 @@ CONSUMER_KEYS: tuple[Key, ...] = (
 )
 
 CONSUMER_SCHEMA = Schema("consumer", CLIENT_KEYS + CONSUMER_KEYS)
+
+# Keys of the client-balanced consumer, beyond the consumer's.
+ASSIGNED_CONSUMER_KEYS: tuple[Key, ...] = (
+    Key(
+        "source_count",
+        int,
+        0,
+        "How many members split the group's partitions (all must declare the same); 0 "
+        "declares no split.",
+        min=0,
+        max=10000,
+    ),
+    Key(
+        "node_id",
+        int,
+        0,
+        "This member's index in [0, source_count), unique in the group.",
+        min=0,
+        max=9999,
+    ),
+)
+
+ASSIGNED_CONSUMER_SCHEMA = Schema(
+    "assigned consumer", CLIENT_KEYS + CONSUMER_KEYS + ASSIGNED_CONSUMER_KEYS
+)

@@ -66,7 +66,7 @@ class AuthorizationError(ServerError):
 
 
 class PartitionOccupiedError(ServerError):
-    """Another consumer still holds the partition (410)."""
+    """Another consumer holds the partition (410), or held it less than 5 s ago (421)."""
 
 
 class ConsumerGroupConflictError(ServerError):
@@ -100,6 +100,7 @@ class ForkedClientError(TubeMQError):
 # One table from code to class; codes not listed are plain ServerErrors.
 _CLASS_BY_CODE: dict[int, type[TubeMQError]] = {
     410: PartitionOccupiedError,
+    421: PartitionOccupiedError,
     415: AuthenticationError,
     420: ClientClosedError,
     **{code: ConsumerGroupConflictError for code in range(424, 431)},

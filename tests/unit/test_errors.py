@@ -19,6 +19,7 @@ from tubemq import errors
         (5001, tubemq.ConnectionError, None),
         (1004, tubemq.RemoteError, None),
         (410, tubemq.PartitionOccupiedError, None),
+        (421, tubemq.PartitionOccupiedError, None),
         (415, tubemq.AuthenticationError, None),
         (450, tubemq.AuthorizationError, None),
         (1011, tubemq.QueueFullError, None),

@@ -35,6 +35,22 @@ struct ConsumerOptions {
   ConsumePosition position = ConsumePosition::kLatest;
   int64_t msg_not_found_wait_ms = 400;  // rest of a partition that had no new data
   int64_t confirm_timeout_ms = 60000;   // an unconfirmed batch is redelivered after this
+
+  // Client-balanced mode (behaviour.md §5): the application, not the master, chooses
+  // the partitions (Assign/Unassign) and their start offsets.
+  bool client_balance = false;
+  int32_t source_count = 0;  // members that split the partitions; 0 declares none
+  int32_t node_id = 0;       // this member's index in [0, source_count)
+};
+
+// A partition as a client-balanced consumer sees it in the topic metadata.
+struct PartitionStatus {
+  std::string key;  // "<brokerId>:<topic>:<partitionId>"
+  std::string topic;
+  int32_t broker_id = 0;
+  int32_t partition_id = 0;
+  std::string broker;  // "host:port"
+  bool subscribable = false;
 };
 
 struct ReceivedMessage {
@@ -77,6 +93,18 @@ class Consumer {
   bool Pause(const std::string& partition_key);
   bool Resume(const std::string& partition_key);
   std::vector<std::string> Paused() const;
+
+  // Client-balanced mode only (kInvalidArgument otherwise). They block the caller for
+  // at most a few RPC timeouts.
+  // The partitions of the subscribed topics; the master is asked again only when the
+  // cached answer is older than 10 s, or always with `refresh`.
+  Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
+  // Takes a partition at its broker, starting at `offset` (an index position, clamped
+  // by the broker), or at the group's committed offset when `offset` < 0. Taking a held
+  // partition again moves it to `offset`; its batch in flight is dropped.
+  Status Assign(const std::string& partition_key, int64_t offset);
+  // Gives a held partition back, committing (or rolling back) its last batch.
+  Status Unassign(const std::string& partition_key, bool commit);
 
   // Partition key -> (committed offset, max offset) of every held partition.
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;

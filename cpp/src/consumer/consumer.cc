@@ -27,6 +27,15 @@ Status ValidateOptions(const ConsumerOptions& options) {
       }
     }
   }
+  if (options.client_balance && options.source_count > 0 &&
+      (options.node_id < 0 || options.node_id >= options.source_count)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "node_id " + std::to_string(options.node_id) + " must be in [0, source_count " +
+                      std::to_string(options.source_count) + ")");
+  }
+  if (options.source_count < 0) {
+    return Status(ErrorCode::kInvalidArgument, "source_count must not be negative");
+  }
   return Status::OK();
 }
 
@@ -76,6 +85,21 @@ Status Consumer::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch) {
 Status Consumer::Confirm(const std::string& confirm_context, bool consumed) {
   Status usable = Usable();
   return usable.ok() ? impl_->Confirm(confirm_context, consumed) : usable;
+}
+
+Status Consumer::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
+  Status usable = Usable();
+  return usable.ok() ? impl_->QueryPartitions(refresh, out) : usable;
+}
+
+Status Consumer::Assign(const std::string& partition_key, int64_t offset) {
+  Status usable = Usable();
+  return usable.ok() ? impl_->Assign(partition_key, offset) : usable;
+}
+
+Status Consumer::Unassign(const std::string& partition_key, bool commit) {
+  Status usable = Usable();
+  return usable.ok() ? impl_->Unassign(partition_key, commit) : usable;
 }
 
 bool Consumer::Pause(const std::string& partition_key) {

@@ -16,19 +16,19 @@ namespace {
 
 using codec::Method;
 
-int64_t NowMs() {
+}  // namespace
+
+int64_t Consumer::Impl::NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 // Refusals a retry cannot cure (behaviour.md §3.3): the group or its members disagree.
-bool FatalRegisterCode(int32_t code) {
+bool Consumer::Impl::FatalRegisterCode(int32_t code) {
   return code == 400 || (code >= 424 && code <= 431) || code == 450 || code == 455 ||
          code == 415;
 }
-
-}  // namespace
 
 Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
                      std::vector<net::Endpoint> masters, std::shared_ptr<service::IoEngine> engine)
@@ -83,6 +83,7 @@ void Consumer::Impl::Start(Done done) {
                                       if (auto impl = weak.lock()) {
                                         impl->Heartbeat();
                                         impl->BrokerHeartbeats();
+                                        if (impl->options_.client_balance) impl->ConsumeFromMax();
                                       }
                                     });
       self->sweep_timer_->Start(std::chrono::seconds(1), std::chrono::seconds(1), [weak] {
@@ -102,23 +103,19 @@ void Consumer::Impl::Start(Done done) {
 }
 
 void Consumer::Impl::Register(int attempts_left, Done done) {
+  if (options_.client_balance) {
+    RegisterV2(attempts_left, std::move(done));
+    return;
+  }
   pb::RegisterRequestC2M request;
   request.set_clientid(client_id_);
   request.set_groupname(options_.group);
   request.set_hostname(local_host_);
   request.set_requirebound(false);
   request.set_sessiontime(session_time_ms_);
-  for (const auto& [topic, filters] : options_.topics) {
+  for (const auto& [topic, condition] : TopicConditions()) {
     request.add_topiclist(topic);
-    if (!filters.empty()) {
-      std::string condition = topic + "#";
-      bool first = true;
-      for (const auto& item : filters) {
-        condition += (first ? "" : ",") + item;
-        first = false;
-      }
-      request.add_topiccondition(condition);
-    }
+    if (!condition.empty()) request.add_topiccondition(condition);
   }
   for (const auto& info : HeldSubscribeInfo()) request.add_subscribeinfo(info);
   // Always sent: the master answers with rules only when asked (behaviour.md §3.3).
@@ -151,18 +148,35 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
           TUBEMQ_LOG_INFO("consumer " << self->client_id_ << " joined group "
                                       << self->options_.group);
         }
-        const bool fatal = !result.ok() && FatalRegisterCode(result.code_value());
-        if (result.ok() || fatal || attempts_left <= 1) {
-          done(result);
-          return;
-        }
-        TUBEMQ_LOG_WARN("consumer registration failed (" << result.message() << "); retrying");
-        auto timer = std::make_shared<asio::steady_timer>(
-            self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms));
-        timer->async_wait([self, timer, attempts_left, done](const asio::error_code&) {
-          self->Register(attempts_left - 1, done);
-        });
+        self->AfterRegisterAttempt(result, attempts_left, done);
       });
+}
+
+void Consumer::Impl::AfterRegisterAttempt(const Status& result, int attempts_left, Done done) {
+  const bool fatal = !result.ok() && FatalRegisterCode(result.code_value());
+  if (result.ok() || fatal || attempts_left <= 1) {
+    done(result);
+    return;
+  }
+  TUBEMQ_LOG_WARN("consumer registration failed (" << result.message() << "); retrying");
+  auto timer = std::make_shared<asio::steady_timer>(
+      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms));
+  timer->async_wait(
+      [self = shared_from_this(), timer, attempts_left, done](const asio::error_code&) {
+        self->Register(attempts_left - 1, done);
+      });
+}
+
+std::vector<std::pair<std::string, std::string>> Consumer::Impl::TopicConditions() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [topic, filters] : options_.topics) {
+    std::string condition;
+    for (const auto& item : filters) {
+      condition += (condition.empty() ? topic + "#" : ",") + item;
+    }
+    out.emplace_back(topic, std::move(condition));
+  }
+  return out;
 }
 
 void Consumer::Impl::ApplyFlowControl(int64_t def_id,
@@ -173,6 +187,10 @@ void Consumer::Impl::ApplyFlowControl(int64_t def_id,
 }
 
 void Consumer::Impl::Heartbeat() {
+  if (options_.client_balance) {
+    HeartbeatV2();
+    return;
+  }
   pb::HeartRequestC2M request;
   bool sent_result = false;
   {

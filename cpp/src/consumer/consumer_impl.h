@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,8 +30,10 @@
 namespace tubemq {
 
 namespace pb {
+class ClientSubRepInfo;
 class EventProto;
 class HeartResponseM2C;
+class OpsTaskInfo;
 }  // namespace pb
 
 class Consumer::Impl : public std::enable_shared_from_this<Impl> {
@@ -44,6 +47,10 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
   Status Confirm(const std::string& confirm_context, bool consumed);
   void Close(Done done);
+  // --- client-balanced mode (client_balance.cc) ---
+  Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
+  Status Assign(const std::string& partition_key, int64_t offset);
+  Status Unassign(const std::string& partition_key, bool commit);
 
   consumer::RmtDataCacheCsm& cache() { return cache_; }
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
@@ -63,19 +70,38 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   };
 
   // --- master (consumer_impl.cc) ---
+  static bool FatalRegisterCode(int32_t code);
+  static int64_t NowMs();
   void Register(int attempts_left, Done done);
+  // Retries a failed registration unless the refusal is final or attempts ran out.
+  void AfterRegisterAttempt(const Status& result, int attempts_left, Done done);
+  // Topic -> "topic#item,item" filter condition ("" for an unfiltered topic).
+  std::vector<std::pair<std::string, std::string>> TopicConditions() const;
   void Heartbeat();
   void OnHeartbeatReply(const Status& status, pb::HeartResponseM2C& response, bool sent_result);
   void ApplyFlowControl(int64_t def_id,
                         const std::string& def_json, int64_t group_id,
                         const std::string& group_json, int32_t qry_priority);
   std::vector<std::string> HeldSubscribeInfo() const;
+  // --- client-balanced membership (client_balance.cc) ---
+  void RegisterV2(int attempts_left, Done done);
+  void HeartbeatV2();
+  void FillSubscriptionReport(pb::ClientSubRepInfo& report, bool with_partitions);
+  void FillOpsTaskInfo(pb::OpsTaskInfo& info) const;
+  // Applies what a V2 reply carries; false if the broker list was unusable.
+  void ApplyOpsTaskInfo(const pb::OpsTaskInfo& info);
+  void ApplyBrokers(int64_t config_id, const std::vector<std::string>& list);
+  void ApplyTopicMeta(int64_t meta_id, const std::vector<std::string>& list);
+  void DropUnsubscribable();
+  void ConsumeFromMax();
   // --- rebalance (rebalance.cc) ---
   void QueueEvent(Event event);
   void ProcessNextEvent();
   void Connect(const Event& event, Done done);
   void Disconnect(const Event& event, Done done);
-  void RegisterAtBroker(const meta::Partition& partition, bool retry_occupied, Done done);
+  // `boot_offset` >= 0 makes the broker start the partition there (clamped).
+  void RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
+                        int64_t boot_offset, Done done);
   void UnregisterAtBroker(const meta::Partition& partition, bool consumed, Done done);
   void BrokerHeartbeats();
   // --- common ---
@@ -112,6 +138,22 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   std::map<std::string, Booked> booked_;
   std::map<std::string, flowctrl::PartitionPacer> pacers_;
   std::map<std::string, int> transport_failures_;  // consecutive, per partition
+
+  // Client-balanced mode: the master's metadata and what the application asked for.
+  meta::BrokerMap brokers_;
+  int64_t broker_config_id_ = -2;
+  int64_t topic_meta_id_ = -2;
+  int64_t topic_meta_time_ms_ = -1;  // when topic metadata was last stored
+  std::vector<meta::PartitionMeta> topic_meta_;
+  std::chrono::steady_clock::time_point topic_meta_queried_{};
+  bool topic_meta_known_ = false;
+  std::vector<std::string> last_report_;  // held set last reported to the master
+  int heartbeats_since_report_ = 0;
+  int64_t from_max_ctrl_id_ = -2;  // the admin's last "consume from max" stamp
+  bool from_max_pending_ = false;
+  // Partition key -> when the broker last refused it as occupied (or auth): a retry
+  // within 5 s is refused locally with 421 (behaviour.md §5.5).
+  std::map<std::string, std::chrono::steady_clock::time_point> refused_at_;
 };
 
 }  // namespace tubemq

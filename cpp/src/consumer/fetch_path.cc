@@ -15,12 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // A blocking RPC for the application's thread (the bindings release the GIL).
 template <typename Response>
 Status CallAndWait(net::ClientConnection& connection, codec::Method method,

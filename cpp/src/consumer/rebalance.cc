@@ -96,16 +96,19 @@ void Consumer::Impl::Connect(const Event& event, Done done) {
     return;
   }
   auto each = CountDown(wanted.size(), done);
-  for (const auto& partition : wanted) RegisterAtBroker(partition, /*retry_occupied=*/true, each);
+  for (const auto& partition : wanted) {
+    RegisterAtBroker(partition, /*retry_occupied=*/true, /*boot_offset=*/-1, each);
+  }
 }
 
 void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
-                                      Done done) {
+                                      int64_t boot_offset, Done done) {
   const std::string key = partition.Key();
   // The consume position applies only at this consumer's first registration of a
-  // partition; later ones resume (behaviour.md §3.6).
+  // partition; later ones resume (behaviour.md §3.6). An explicit start offset wins,
+  // and the broker ignores it under "max always", so that position is not sent then.
   int32_t read_status = 0;
-  if (cache_.IsFirstRegistration(key)) {
+  if (boot_offset < 0 && cache_.IsFirstRegistration(key)) {
     read_status = options_.position == ConsumePosition::kLatest      ? 1
                   : options_.position == ConsumePosition::kMaxAlways ? 2
                                                                      : 0;
@@ -117,6 +120,7 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
   request.set_topicname(partition.topic);
   request.set_partitionid(partition.id);
   request.set_readstatus(read_status);
+  if (boot_offset >= 0) request.set_curroffset(boot_offset);
   const auto filters = options_.topics.find(partition.topic);
   if (filters != options_.topics.end()) {
     for (const auto& item : filters->second) request.add_filtercondstr(item);
@@ -132,7 +136,7 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
   auto connection = BrokerConnection(partition);
   service::SendRequest(
       *connection, Method::kBrokerConsumerRegister, request, rpc_timeout(),
-      [self = shared_from_this(), partition, key, retry_occupied, done](
+      [self = shared_from_this(), partition, key, retry_occupied, boot_offset, done](
           const Status& status, codec::RpcReply&& reply) {
         pb::RegisterResponseB2C response;
         Status result = status.ok() ? service::ParseReply(reply, response) : status;
@@ -152,8 +156,8 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
         if (result.code() == ErrorCode::kPartitionOccupied && retry_occupied && self->Running()) {
           auto timer = std::make_shared<asio::steady_timer>(self->engine_->io(),
                                                             std::chrono::milliseconds(1500));
-          timer->async_wait([self, partition, timer, done](const asio::error_code&) {
-            self->RegisterAtBroker(partition, false, done);
+          timer->async_wait([self, partition, timer, boot_offset, done](const asio::error_code&) {
+            self->RegisterAtBroker(partition, false, boot_offset, done);
           });
           return;
         }

@@ -40,4 +40,20 @@ struct TopicPartitions {
 Status ParseProducerTopicInfo(std::string_view text, const BrokerMap& brokers,
                               TopicPartitions& out);
 
+// One partition of a client-balanced consumer's topic metadata.
+struct PartitionMeta {
+  Partition partition;
+  bool subscribable = false;
+};
+
+// What the master tells a client-balanced consumer of one topic (protocol.md §5.8):
+// "<topic>#<brokerId>:<storeNum>:<partNum>:<statusId>[,...]" (storeNum first, unlike
+// the producer's format). Appends to `out`; unknown brokers are skipped.
+Status ParseConsumerTopicMeta(std::string_view text, const BrokerMap& brokers,
+                              std::vector<PartitionMeta>& out);
+
+// The most partitions one broker may declare for one topic: a guard against a corrupt
+// count making the client allocate millions of entries.
+inline constexpr int64_t kMaxPartitionsPerBroker = 10000;
+
 }  // namespace tubemq::meta
