@@ -204,7 +204,8 @@ void RegisterConsumer(py::module_& module) {
                        std::map<std::string, std::set<std::string>> topics,
                        const std::string& consume_from, int64_t msg_not_found_wait_ms,
                        int64_t confirm_timeout_ms, bool client_balance, int32_t source_count,
-                       int32_t node_id) {
+                       int32_t node_id, std::string session_key, bool select_big,
+                       std::map<std::string, int64_t> bound_offsets) {
              ConsumerOptions options;
              options.group = std::move(group);
              options.topics = std::move(topics);
@@ -214,12 +215,16 @@ void RegisterConsumer(py::module_& module) {
              options.client_balance = client_balance;
              options.source_count = source_count;
              options.node_id = node_id;
+             options.session_key = std::move(session_key);
+             options.select_big = select_big;
+             options.bound_offsets = std::move(bound_offsets);
              return std::make_unique<PyConsumer>(config, std::move(options));
            }),
            py::arg("config"), py::arg("group"), py::arg("topics"), py::arg("consume_from"),
            py::arg("msg_not_found_wait_ms"), py::arg("confirm_timeout_ms"),
            py::arg("client_balance") = false, py::arg("source_count") = 0,
-           py::arg("node_id") = 0)
+           py::arg("node_id") = 0, py::arg("session_key") = "", py::arg("select_big") = true,
+           py::arg("bound_offsets") = std::map<std::string, int64_t>{})
       .def("query_partitions", &PyConsumer::QueryPartitions, py::arg("refresh"))
       .def("assign", &PyConsumer::Assign, py::arg("partition_key"), py::arg("offset"))
       .def("unassign", &PyConsumer::Unassign, py::arg("partition_key"), py::arg("commit"))

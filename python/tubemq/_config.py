@@ -307,19 +307,59 @@ CONSUMER_KEYS: tuple[Key, ...] = (
     ),
 )
 
-CONSUMER_SCHEMA = Schema("consumer", CLIENT_KEYS + CONSUMER_KEYS)
+SOURCE_COUNT_KEY = Key(
+    "source_count",
+    int,
+    0,
+    "How many members the group has (bound consume) or split its partitions "
+    "(AssignedConsumer); all members declare the same. 0 declares none.",
+    min=0,
+    max=10000,
+)
+
+
+def _check_bound_offsets(value: Any) -> dict[str, int]:
+    offsets = dict(value or {})
+    for key, offset in offsets.items():
+        if not isinstance(key, str) or key.count(":") < 2:
+            raise ValueError(f"key {key!r} is not 'brokerId:topic:partitionId'")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset of {key} must be an int >= 0, got {offset!r}")
+    return offsets
+
+
+# Bound consume (server-balanced consumers only): the group starts from given offsets.
+BOUND_CONSUME_KEYS: tuple[Key, ...] = (
+    Key(
+        "session_key",
+        str,
+        "",
+        "Bound consume: a key shared by all members of this consumption session; a new "
+        "key starts a new session (from bound_offsets) once the old one's members left.",
+    ),
+    Key(
+        "bound_offsets",
+        dict,
+        None,
+        "Bound consume: partition key -> index offset this member wants the session to start from.",
+        convert=_check_bound_offsets,
+    ),
+    Key(
+        "select_big",
+        bool,
+        True,
+        "Bound consume: where members name different offsets for a partition, the bigger "
+        "one wins (else the smaller).",
+    ),
+)
+
+CONSUMER_SCHEMA = Schema(
+    "consumer", CLIENT_KEYS + CONSUMER_KEYS + (SOURCE_COUNT_KEY,) + BOUND_CONSUME_KEYS
+)
 
 # Keys of the client-balanced consumer, beyond the consumer's.
 ASSIGNED_CONSUMER_KEYS: tuple[Key, ...] = (
-    Key(
-        "source_count",
-        int,
-        0,
-        "How many members split the group's partitions (all must declare the same); 0 "
-        "declares no split.",
-        min=0,
-        max=10000,
-    ),
+    SOURCE_COUNT_KEY,
     Key(
         "node_id",
         int,

@@ -172,6 +172,9 @@ class Consumer:
         client_balance: bool = False,
         source_count: int = 0,
         node_id: int = 0,
+        session_key: str = "",
+        select_big: bool = True,
+        bound_offsets: dict[str, int] = ...,
     ) -> None: ...
     def query_partitions(self, refresh: bool) -> list[PartitionMeta]: ...
     def assign(self, partition_key: str, offset: int) -> None: ...

@@ -47,6 +47,10 @@ class Consumer(ConsumerBase):
             validated["consume_from"],
             validated["msg_not_found_wait_ms"],
             validated["confirm_timeout_ms"],
+            source_count=validated["source_count"],
+            session_key=validated["session_key"],
+            select_big=validated["select_big"],
+            bound_offsets=validated["bound_offsets"] or {},
         )
         super().__init__(validated, native)
 

@@ -41,6 +41,14 @@ struct ConsumerOptions {
   bool client_balance = false;
   int32_t source_count = 0;  // members that split the partitions; 0 declares none
   int32_t node_id = 0;       // this member's index in [0, source_count)
+
+  // Bound consume (server-balanced, behaviour.md §3.10): a non-empty session key makes
+  // the group start from `bound_offsets` (partition key -> index offset) once all
+  // `source_count` members joined. Where several members name a partition, the bigger
+  // offset wins with `select_big`, else the smaller.
+  std::string session_key;
+  bool select_big = true;
+  std::map<std::string, int64_t> bound_offsets;
 };
 
 // A partition as a client-balanced consumer sees it in the topic metadata.

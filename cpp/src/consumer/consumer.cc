@@ -33,6 +33,31 @@ Status ValidateOptions(const ConsumerOptions& options) {
                   "node_id " + std::to_string(options.node_id) + " must be in [0, source_count " +
                       std::to_string(options.source_count) + ")");
   }
+  if (!options.session_key.empty()) {
+    if (options.client_balance) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "a session key (bound consume) is for server-balanced consumers");
+    }
+    if (options.session_key.find_first_of("#@,:= ") != std::string::npos) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "session key '" + options.session_key + "' must not contain '#@,:= '");
+    }
+    if (options.source_count < 1) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "bound consume needs source_count >= 1 (the number of members)");
+    }
+  }
+  for (const auto& [key, offset] : options.bound_offsets) {
+    const auto first = key.find(':');
+    const auto last = key.rfind(':');
+    if (first == std::string::npos || first == last || offset < 0 ||
+        options.topics.count(key.substr(first + 1, last - first - 1)) == 0) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "bound offset '" + key + "=" + std::to_string(offset) +
+                        "' needs a key 'brokerId:topic:partitionId' of a subscribed topic and "
+                        "an offset >= 0");
+    }
+  }
   if (options.source_count < 0) {
     return Status(ErrorCode::kInvalidArgument, "source_count must not be negative");
   }

@@ -111,8 +111,20 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
   request.set_clientid(client_id_);
   request.set_groupname(options_.group);
   request.set_hostname(local_host_);
-  request.set_requirebound(false);
   request.set_sessiontime(session_time_ms_);
+  request.set_requirebound(!options_.session_key.empty());
+  if (request.requirebound()) {
+    request.set_sessionkey(options_.session_key);
+    request.set_totalcount(options_.source_count);
+    request.set_selectbig(options_.select_big);
+    std::string required;
+    for (const auto& [key, offset] : options_.bound_offsets) {
+      required += (required.empty() ? "" : ",") + key + "=" + std::to_string(offset);
+    }
+    if (!required.empty()) request.set_requiredpartition(required);
+    std::lock_guard<std::mutex> lock(mutex_);
+    request.set_notallocated(not_allocated_);
+  }
   for (const auto& [topic, condition] : TopicConditions()) {
     request.add_topiclist(topic);
     if (!condition.empty()) request.add_topiccondition(condition);
@@ -143,6 +155,9 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
           std::lock_guard<std::mutex> lock(self->mutex_);
           if (response.has_authorizedinfo()) {
             self->visit_token_ = response.authorizedinfo().visitauthorizedtoken();
+          }
+          if (response.has_notallocated() && !response.notallocated()) {
+            self->not_allocated_ = false;
           }
           self->report_next_ = true;
           TUBEMQ_LOG_INFO("consumer " << self->client_id_ << " joined group "
@@ -267,8 +282,23 @@ void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C
       visit_token_ = response.authorizedinfo().visitauthorizedtoken();
     }
   }
+  bool apply_bound_offsets = false;
+  {
+    // The master may clear the group's flag in the very reply that brings this member's
+    // first CONNECT (another member acked first); the offsets still belong to that
+    // CONNECT, so the decision is taken per event, before the flag is updated (§3.10).
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool connect = response.has_event() && (response.event().optype() == 1 ||
+                                                  response.event().optype() == 10);
+    if (!options_.session_key.empty() && connect && not_allocated_ && !bound_offsets_applied_) {
+      apply_bound_offsets = true;
+      bound_offsets_applied_ = true;
+    }
+    if (response.has_notallocated() && !response.notallocated()) not_allocated_ = false;
+  }
   if (response.has_event() && response.event().rebalanceid() > 0) {
     Event event;
+    event.apply_bound_offsets = apply_bound_offsets;
     event.rebalance_id = response.event().rebalanceid();
     event.op_type = response.event().optype();
     event.subscribe_info.assign(response.event().subscribeinfo().begin(),

@@ -63,6 +63,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
     int64_t rebalance_id = 0;
     int32_t op_type = 0;
     std::vector<std::string> subscribe_info;
+    bool apply_bound_offsets = false;  // bound consume: this CONNECT starts the session
   };
   struct Booked {  // what the last fetch of a partition said, for its release delay
     flowctrl::FetchOutcome outcome;
@@ -130,6 +131,10 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   mutable std::mutex mutex_;
   State state_ = State::kNew;
   bool heartbeat_in_flight_ = false;
+  // Bound consume: the master has not made the group's first allocation yet, and the
+  // member's offsets have not been applied to a CONNECT yet.
+  bool not_allocated_ = true;
+  bool bound_offsets_applied_ = false;
   bool report_next_ = true;
   std::deque<Event> events_;      // received, not yet processed
   bool event_busy_ = false;

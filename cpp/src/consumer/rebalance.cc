@@ -97,7 +97,12 @@ void Consumer::Impl::Connect(const Event& event, Done done) {
   }
   auto each = CountDown(wanted.size(), done);
   for (const auto& partition : wanted) {
-    RegisterAtBroker(partition, /*retry_occupied=*/true, /*boot_offset=*/-1, each);
+    int64_t boot_offset = -1;
+    if (event.apply_bound_offsets) {
+      const auto bound = options_.bound_offsets.find(partition.Key());
+      if (bound != options_.bound_offsets.end()) boot_offset = bound->second;
+    }
+    RegisterAtBroker(partition, /*retry_occupied=*/true, boot_offset, each);
   }
 }
 
