@@ -234,3 +234,46 @@ def test_two_processes_split_a_topic_and_read_every_message_once(master, topics)
     everything = ids[0] + ids[1]
     assert len(everything) == len(set(everything))  # nobody read a message twice
     assert set(everything) == sent
+
+
+@pytest.mark.slow
+def test_a_java_member_and_a_python_member_share_a_group_without_overlap(
+    master, topics, java_classes
+):
+    """The official Java client-balanced consumer as node 1 and ours as node 0 of one
+    group: they agree on who takes which partition and read every message once."""
+    from conftest import run_java
+
+    topic, group, marker = topics[1], _group(), f"javamix_{uuid.uuid4().hex[:8]}"
+    sent = _produce(master, topic, marker, 120)
+    with tubemq.AssignedConsumer(
+        master=master,
+        group=group,
+        topics=[topic],
+        consume_from="earliest",
+        source_count=2,
+        node_id=0,
+    ) as ours:
+        mine = ours.my_partitions()
+        ours.assign(mine)
+        java = run_java(
+            java_classes,
+            "ReferenceBalanceConsumer",
+            master,
+            topic,
+            group,
+            marker,
+            "2",
+            "1",
+            "15",
+            timeout=120,
+        )
+        ours_seen = [m.message_id for m in _drain(ours, marker)]
+    assert java.returncode == 0, java.stdout[-2000:] + java.stderr[-2000:]
+    java_held = {line[5:] for line in java.stdout.splitlines() if line.startswith("HELD ")}
+    java_seen = [int(line[3:]) for line in java.stdout.splitlines() if line.startswith("ID ")]
+    assert java_held == {f"1:{topic}:{i}" for i in range(4)} - set(mine)
+    assert java_held and mine  # both members got a share
+    everything = ours_seen + java_seen
+    assert len(everything) == len(set(everything))
+    assert set(everything) == sent
