@@ -19,7 +19,8 @@ import pytest
 from tubemq.cluster import LocalCluster
 
 # Every topic the suite uses, created once per session.
-TOPIC_POOL = [f"pool_topic_{index}" for index in range(8)]
+SPARK_TOPICS = [f"spark_{letter}" for letter in "abcdef"]  # tests/spark
+TOPIC_POOL = [f"pool_topic_{index}" for index in range(8)] + SPARK_TOPICS
 PARTITIONS = 4
 
 
@@ -49,7 +50,13 @@ def master(cluster: LocalCluster) -> str:
 @pytest.fixture(scope="session")
 def topics() -> list[str]:
     """The names of the pooled topics, each with ``PARTITIONS`` partitions on one broker."""
-    return list(TOPIC_POOL)
+    return [topic for topic in TOPIC_POOL if topic not in SPARK_TOPICS]
+
+
+@pytest.fixture(scope="session")
+def spark_topics() -> list[str]:
+    """Topics of tests/spark, apart from the pool the client tests use."""
+    return list(SPARK_TOPICS)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,22 @@
+"""PySpark support: the ``tubemq`` data source and sink (needs ``pip install tubemq[spark]``).
+
+>>> import tubemq.spark
+>>> tubemq.spark.register(spark)
+>>> df = spark.read.format("tubemq").option("master", "127.0.0.1:8715") \\
+...     .option("topic", "events").load()
+
+See the README for the options of the source and the sink.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tubemq.spark.datasource import TubeMQDataSource
+
+__all__ = ["TubeMQDataSource", "register"]
+
+
+def register(spark: Any) -> None:
+    """Registers the ``tubemq`` format with a SparkSession."""
+    spark.dataSource.register(TubeMQDataSource)

@@ -1,0 +1,178 @@
+"""One task's read: a partition from a start offset to an end offset, as Arrow batches.
+
+The task takes its process's cached client-balanced consumer, assigns the partition at
+the start offset, and polls until the message before the end offset has arrived. It never
+commits: Spark's plan (batch) or checkpoint (streaming) says what was read, so the same
+range read again yields the same messages. Messages of a msgType the ``filters`` option
+leaves out are read and dropped here, which keeps the end of a range exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from tubemq.errors import PartitionOccupiedError, TimeoutError, TubeMQError
+from tubemq.spark import _clients
+from tubemq.spark._arrow import BatchBuilder
+from tubemq.spark._offsets import ENTRY, ReadRange
+from tubemq.spark._options import SourceOptions
+
+_logger = logging.getLogger("tubemq.spark")
+
+# Rows per Arrow batch handed to Spark, and messages asked of the consumer at once.
+BATCH_ROWS = 4096
+POLL_TIMEOUT_S = 0.5
+
+
+class DataLossError(RuntimeError):
+    """Messages a query planned to read are gone from the broker (``failOnDataLoss``)."""
+
+
+def read_range(part: ReadRange, options: SourceOptions) -> Iterator[pa.RecordBatch]:
+    """The messages of ``part`` kept by the filters, as record batches (runs in a task)."""
+    if part.end <= part.start:
+        return
+    consumer = _clients.assigned_consumer(options.consumer_config(part.group))
+    healthy = True
+    try:
+        yield from _RangeRead(consumer, part, options).batches()
+    except TubeMQError:
+        healthy = False
+        raise
+    finally:
+        if healthy:
+            try:
+                consumer.unassign([part.key], commit=False)
+            except TubeMQError as error:
+                _logger.warning("releasing %s failed (%s); dropping the client", part.key, error)
+                healthy = False
+        if not healthy:
+            _clients.discard(consumer)
+
+
+class _RangeRead:
+    """Reads ``[start, end)`` of one partition exactly, batch by batch.
+
+    TubeMQ offsets are positions in an index that the partitions of a store share, and a
+    message carries none of its own: a fetched batch says where it starts, and committing
+    it (in the task's private group) tells where it ends. A batch that ends at or before
+    ``end`` belongs to the range whole. A batch that starts before ``end`` and ends after
+    it is split by reading ``[end, its end)`` once more: the message ids found there are
+    the ones past ``end`` (docs/offsets.md).
+    """
+
+    def __init__(self, consumer: Any, part: ReadRange, options: SourceOptions) -> None:
+        self._consumer = consumer
+        self._part = part
+        self._options = options
+        kept = options.filters.get(part.topic)
+        self._kept = frozenset(kept) if kept else None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        part = self._part
+        builder = BatchBuilder()
+        self._assign(part.start)
+        position = part.start
+        first = True
+        while position < part.end:
+            messages = self._next_batch(position, part.end)
+            if messages is None:
+                break  # the partition holds nothing more before the end
+            begin = messages[0].batch_offset
+            if first and begin > part.start and part.start > 0:
+                self._loss(
+                    f"{part.key} resumed at offset {begin}, after the planned start "
+                    f"{part.start}: the messages in between were deleted"
+                )
+            first = False
+            if begin >= part.end:
+                break
+            following = self._commit(messages[0])
+            if following > part.end:
+                beyond = self._ids_between(part.end, following)
+                messages = [m for m in messages if m.message_id not in beyond]
+                following = part.end
+            for message in messages:
+                if self._kept is None or message.msg_type in self._kept:
+                    builder.add(message, begin)
+            if len(builder) >= BATCH_ROWS:
+                yield builder.take()
+            position = max(following, position + ENTRY)
+        if len(builder):
+            yield builder.take()
+
+    def _next_batch(self, position: int, end: int) -> list[Any] | None:
+        """The next fetched batch of the partition, whole; None once its position has
+        passed ``end`` without one (the index entries left belong to other partitions)."""
+        consumer, key = self._consumer, self._part.key
+        last_progress = time.monotonic()
+        while True:
+            try:
+                messages = consumer.consume(max_messages=1 << 30, timeout=POLL_TIMEOUT_S)
+            except PartitionOccupiedError:
+                # Another reader of the group holds it (e.g. a killed attempt of this
+                # task whose registration has not expired yet): wait and assign again.
+                self._assign(position)
+                continue
+            messages = [m for m in messages if m.partition_key == key]
+            if messages:
+                return messages
+            reached = consumer.offsets().get(key, {}).get("offset", -1)
+            if reached >= end:
+                return None
+            if reached > position:
+                position, last_progress = reached, time.monotonic()
+            elif time.monotonic() - last_progress > self._options.read_timeout_s:
+                raise TimeoutError(
+                    1000,
+                    f"{key} did not move past offset {position} for "
+                    f"{self._options.read_timeout_s} s while reading up to {end} "
+                    "(option readTimeoutMs)",
+                )
+
+    def _commit(self, message: Any) -> int:
+        """Commits the batch of ``message`` in the private group; returns where it ends."""
+        self._consumer.commit(message)
+        return int(self._consumer.offsets()[self._part.key]["offset"])
+
+    def _ids_between(self, start: int, end: int) -> set[int]:
+        """Message ids of the partition at index positions ``[start, end)``."""
+        ids: set[int] = set()
+        self._assign(start)
+        position = start
+        while position < end:
+            messages = self._next_batch(position, end)
+            if messages is None or messages[0].batch_offset >= end:
+                break
+            ids.update(m.message_id for m in messages)
+            position = max(self._commit(messages[0]), position + ENTRY)
+        return ids
+
+    def _assign(self, offset: int) -> None:
+        """Assigns the partition at ``offset``, retrying while another member holds it."""
+        consumer, key = self._consumer, self._part.key
+        deadline = time.monotonic() + self._options.occupied_retry_s
+        delay = 0.5
+        while True:
+            try:
+                stale = [held for held in consumer.assignment() if held != key]
+                if stale:
+                    consumer.unassign(stale, commit=False)
+                consumer.assign({key: offset})
+                return
+            except PartitionOccupiedError as error:
+                if time.monotonic() + delay > deadline:
+                    raise
+                _logger.info("%s is occupied (%s); retrying in %.1f s", key, error, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _loss(self, text: str) -> None:
+        if self._options.fail_on_data_loss:
+            raise DataLossError(text + "; set failOnDataLoss=false to go on without them")
+        _logger.warning("tubemq source: %s; going on (failOnDataLoss=false)", text)

@@ -1,0 +1,52 @@
+"""The ``tubemq`` data source: one class that Spark instantiates with the options.
+
+It only parses options and hands out the reader or writer that does the work; every
+object it returns is pickled to Python workers, so none of them holds a client.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from tubemq.spark._arrow import SCHEMA_DDL
+from tubemq.spark._options import sink_options, source_options
+
+
+class TubeMQDataSource(DataSource):
+    """``spark.read`` / ``readStream`` / ``write`` / ``writeStream`` ``.format("tubemq")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "tubemq"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from tubemq.spark.source import TubeMQBatchReader
+
+        return TubeMQBatchReader(source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from tubemq.spark.stream_source import TubeMQStreamReader
+
+        return TubeMQStreamReader(source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from tubemq.spark.sink import TubeMQWriter, check_schema
+
+        options = sink_options(self.options)
+        return TubeMQWriter(options, check_schema(schema, options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from tubemq.spark.sink import TubeMQStreamWriter, check_schema
+
+        options = sink_options(self.options)
+        return TubeMQStreamWriter(options, check_schema(schema, options))

@@ -1,0 +1,150 @@
+"""Option parsing and offset planning of the tubemq data source (no cluster, no Spark)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from tubemq import ConfigError
+from tubemq.spark._offsets import (
+    PartitionRange,
+    cap_messages,
+    plan,
+    resolve,
+)
+from tubemq.spark._options import Offsets, sink_options, source_options
+from tubemq.spark.stream_source import _advance
+
+BASE = {"master": "127.0.0.1:8715", "topic": "a, b"}
+
+
+def test_source_defaults_differ_between_batch_and_streaming():
+    batch = source_options(BASE, streaming=False)
+    stream = source_options(BASE, streaming=True)
+    assert batch.topics == ("a", "b")
+    assert batch.starting == Offsets("earliest") and batch.ending == Offsets("latest")
+    assert stream.starting == Offsets("latest")
+    assert batch.group.startswith("spark-") and batch.group != stream.group
+    config = batch.consumer_config()
+    assert config["auto_commit"] is False and config["topics"] == ["a", "b"]
+
+
+def test_options_are_case_insensitive_and_typed():
+    options = source_options(
+        {
+            **BASE,
+            "STARTINGOFFSETS": json.dumps({"1:a:0": 56, "1:a:1": "latest"}),
+            "maxmessagespertrigger": "500",
+            "failOnDataLoss": "false",
+            "filters": json.dumps({"a": ["x", "y"]}),
+            "group": "mine",
+            "tubemq.rpc_timeout_ms": "4000",
+        },
+        streaming=True,
+    )
+    assert options.starting.per_key == {"1:a:0": 56, "1:a:1": "latest"}
+    assert options.max_messages_per_trigger == 500
+    assert options.fail_on_data_loss is False
+    assert options.filters == {"a": frozenset({"x", "y"})}
+    assert options.group == "mine" and options.planner_group() == "mine-plan"
+    assert options.client == {"rpc_timeout_ms": 4000}
+    assert source_options({**BASE, "filters": "x,y"}, False).filters == {
+        "a": frozenset({"x", "y"}),
+        "b": frozenset({"x", "y"}),
+    }
+
+
+@pytest.mark.parametrize(
+    ("extra", "streaming", "named"),
+    [
+        ({"topic": " , "}, False, "topic"),
+        ({"startingOffsets": "first"}, False, "startingOffsets"),
+        ({"startingOffsets": "{not json"}, False, "startingOffsets"),
+        ({"startingOffsets": '{"a-0": 5}'}, False, "startingOffsets"),
+        ({"startingOffsets": '{"1:a:0": -3}'}, False, "startingOffsets"),
+        ({"endingOffsets": "earliest"}, False, "endingOffsets"),
+        ({"endingOffsets": "latest"}, True, "endingOffsets"),
+        ({"maxMessagesPerTrigger": "10"}, False, "maxMessagesPerTrigger"),
+        ({"maxMessagesPerTrigger": "0"}, True, "maxMessagesPerTrigger"),
+        ({"minPartitions": "many"}, False, "minPartitions"),
+        ({"failOnDataLoss": "perhaps"}, False, "failOnDataLoss"),
+        ({"filters": '{"c": ["x"]}'}, False, "filters"),
+        ({"startingOfsets": "earliest"}, False, "startingOfsets"),
+        ({"tubemq.group": "g"}, False, "tubemq.group"),
+        ({"tubemq.rpc_timeout": "5"}, False, "tubemq.rpc_timeout"),
+        ({"tubemq.rpc_timeout_ms": "soon"}, False, "tubemq.rpc_timeout_ms"),
+    ],
+)
+def test_bad_source_options_raise_config_error_naming_the_option(extra, streaming, named):
+    with pytest.raises(ConfigError) as caught:
+        source_options({**BASE, **extra}, streaming=streaming)
+    assert caught.value.key.lower() == named.lower()
+    assert named.lower() in str(caught.value).lower()
+
+
+def test_unknown_option_suggests_the_close_one():
+    with pytest.raises(ConfigError, match="did you mean 'startingOffsets'"):
+        source_options({**BASE, "startingoffset": "earliest"}, streaming=False)
+
+
+def test_missing_master_and_sink_options():
+    with pytest.raises(ConfigError, match="'master'"):
+        source_options({"topic": "a"}, streaming=False)
+    sink = sink_options({"master": "h:1", "topic": "t", "tubemq.max_in_flight": "10"})
+    assert sink.producer_config() == {"master": "h:1", "max_in_flight": 10}
+    assert sink_options({"master": "h:1", "checkpointLocation": "/x"}).topic is None
+
+
+RANGES = {"1:a:0": PartitionRange(0, 280), "1:a:1": PartitionRange(56, 56)}
+
+
+def test_resolve_earliest_latest_and_json():
+    assert resolve(Offsets("earliest"), RANGES, "startingOffsets") == {"1:a:0": 0, "1:a:1": 56}
+    assert resolve(Offsets("latest"), RANGES, "x") == {"1:a:0": 280, "1:a:1": 56}
+    mixed = Offsets("latest", {"1:a:0": 28})
+    assert resolve(mixed, RANGES, "x") == {"1:a:0": 28, "1:a:1": 56}
+    with pytest.raises(ConfigError, match="1:a:7"):
+        resolve(Offsets("latest", {"1:a:7": 0}), RANGES, "startingOffsets")
+    with pytest.raises(ConfigError, match="multiple of 28"):
+        resolve(Offsets("latest", {"1:a:0": 30}), RANGES, "startingOffsets")
+
+
+def test_plan_reads_only_ranges_with_data_and_splits_on_entry_boundaries():
+    ranges = plan({"1:a:0": 0, "1:a:1": 56}, {"1:a:0": 280, "1:a:1": 56}, "g", 1)
+    assert [(r.key, r.start, r.end, r.group) for r in ranges] == [("1:a:0", 0, 280, "g")]
+    split = plan({"1:a:0": 0}, {"1:a:0": 280}, "g", 3)
+    assert [(r.start, r.end) for r in split] == [(0, 56), (56, 140), (140, 280)]
+    assert [r.group for r in split] == ["g", "g-1", "g-2"]
+    assert sum(r.messages for r in split) == 10
+    # New partitions (no start) are read from their first offset.
+    assert plan({}, {"1:b:0": 84}, "g", 1)[0].start == 0
+    # One message cannot be split.
+    assert len(plan({"1:a:0": 0}, {"1:a:0": 28}, "g", 4)) == 1
+
+
+def test_cap_messages_bounds_each_store_by_an_index_span():
+    # Partitions 0 and 1 share store 0's index; partition 10000 is store 1.
+    starts = {"1:t:0": 280, "1:t:1": 280, "1:t:10000": 0}
+    ends = {"1:t:0": 280 + 28 * 90, "1:t:1": 280 + 28 * 90, "1:t:10000": 28 * 10}
+    capped = cap_messages(starts, ends, 20)
+    # Store 0 has 90 entries of backlog, store 1 has 10: shares 18 and 2.
+    assert capped == {"1:t:0": 280 + 28 * 18, "1:t:1": 280 + 28 * 18, "1:t:10000": 56}
+    assert cap_messages(starts, ends, 1000) == ends
+    assert cap_messages(starts, ends, 20) == capped  # deterministic
+    # A partition behind the others in its store never moves backwards.
+    behind = cap_messages({"1:t:0": 0, "1:t:1": 560}, {"1:t:0": 1120, "1:t:1": 1120}, 5)
+    assert behind == {"1:t:0": 140, "1:t:1": 560}
+    one = cap_messages({"1:t:0": 0}, {"1:t:0": 28 * 5}, 1)
+    assert one == {"1:t:0": 28}
+
+
+def test_advance_never_goes_back_and_adds_new_partitions_with_data():
+    base = {"k0": 280, "k1": 56}
+    assert _advance(base, {"k0": 560, "k1": 28, "k2": 0, "k3": 84}) == {
+        "k0": 560,
+        "k1": 56,
+        "k3": 84,
+    }
