@@ -1,0 +1,153 @@
+"""The tubemq source in Structured Streaming: read limits, new data, and a query killed
+hard and restarted from its checkpoint without losing or repeating a message."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import tubemq
+from tubemq.spark._offsets import query_ranges
+from tubemq.spark._options import source_options
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def ends_now(master: str, topic: str) -> dict[str, int]:
+    options = source_options({"master": master, "topic": topic}, streaming=False)
+    return {key: span.high for key, span in query_ranges(options).items()}
+
+
+def produce(master: str, topic: str, mark: str, count: int) -> set[bytes]:
+    values = [f"{mark}-{index}".encode() for index in range(count)]
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        futures = [producer.send_async(topic, value) for value in values]
+        producer.flush(timeout=60)
+    assert all(future.exception() is None for future in futures)
+    return set(values)
+
+
+def stream(spark, master: str, topic: str, **options: str):
+    reader = spark.readStream.format("tubemq").option("master", master).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_max_messages_per_trigger_cuts_micro_batches(spark, master, spark_topics, tmp_path):
+    topic, mark = spark_topics[5], f"limit-{uuid.uuid4().hex[:8]}"
+    start = ends_now(master, topic)
+    sent = produce(master, topic, mark, 600)
+    query = (
+        stream(spark, master, topic, startingOffsets=json.dumps(start), maxMessagesPerTrigger="150")
+        .select("value", "message_id")
+        .writeStream.format("memory")
+        .queryName(f"limit_{uuid.uuid4().hex[:8]}")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(300)
+    assert query.exception() is None
+    rows = spark.sql(f"SELECT value, message_id FROM {query.name}").collect()
+    values = [bytes(r.value) for r in rows if bytes(r.value).startswith(mark.encode())]
+    assert sorted(values) == sorted(sent)
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert max(sizes) <= 150 and len(sizes) >= 4, sizes
+
+
+def test_a_running_query_picks_up_new_messages(spark, master, spark_topics, tmp_path):
+    topic, mark = spark_topics[5], f"live-{uuid.uuid4().hex[:8]}"
+    name = f"live_{uuid.uuid4().hex[:8]}"
+    query = (
+        stream(spark, master, topic)  # startingOffsets: latest
+        .select("value")
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while query.lastProgress is None:
+            assert time.monotonic() < deadline and query.exception() is None
+            time.sleep(0.5)
+        sent = produce(master, topic, mark, 100)
+        got: set[bytes] = set()
+        while got != sent and time.monotonic() < deadline:
+            time.sleep(1)
+            got = {
+                bytes(r.value)
+                for r in spark.sql(f"SELECT value FROM {name}").collect()
+                if bytes(r.value).startswith(mark.encode())
+            }
+        assert got == sent
+    finally:
+        query.stop()
+
+
+def _commits(checkpoint: Path) -> int:
+    folder = checkpoint / "commits"
+    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.exists() else 0
+
+
+def test_a_killed_query_restarts_from_its_checkpoint_exactly_once(
+    spark, master, spark_topics, tmp_path
+):
+    topic, mark = spark_topics[4], f"restart-{uuid.uuid4().hex[:8]}"
+    start = ends_now(master, topic)
+    sent = produce(master, topic, mark, 3000)
+    checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("stream_job.py")),
+            master,
+            topic,
+            json.dumps(start),
+            str(checkpoint),
+            str(output),
+            "400",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while _commits(checkpoint) < 2:
+            assert job.poll() is None, "the streaming job ended by itself"
+            assert time.monotonic() < deadline, "the streaming job made no progress"
+            time.sleep(0.2)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)  # the job, its JVM and its Python workers
+        job.wait(timeout=30)
+    killed_after = _commits(checkpoint)
+    assert killed_after < 8  # 3000 messages take at least 8 batches of 400
+
+    query = (
+        stream(spark, master, topic, maxMessagesPerTrigger="400")
+        .select("value", "partition", "message_id")
+        .writeStream.format("parquet")
+        .option("path", str(output))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(300)
+    assert query.exception() is None
+    rows = spark.read.parquet(str(output)).collect()
+    values = [bytes(r.value) for r in rows if bytes(r.value).startswith(mark.encode())]
+    assert len(values) == len(sent)  # nothing twice
+    assert set(values) == sent  # nothing lost
+    assert len({r.message_id for r in rows}) == len(rows)
