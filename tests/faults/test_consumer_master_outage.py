@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 import tubemq
-from tubemq.cluster import LocalCluster, maven, process
+from tubemq.cluster import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,15 +28,6 @@ OUTAGE_S = 60.0
 def own_cluster(private_cluster):
     with private_cluster([TOPIC], partitions=2) as cluster:
         yield cluster
-
-
-def stop_master(cluster: LocalCluster) -> None:
-    # LocalCluster only offers a restart; the outage needs the master gone for a while.
-    process.stop(cluster._state["pids"]["master"], process.MASTER_CLASS)
-
-
-def start_master(cluster: LocalCluster) -> None:
-    cluster._start_master(maven.server_classpath())  # returns once its admin API answers
 
 
 def held_at_master(cluster: LocalCluster, group: str, client_id: str) -> list[str]:
@@ -90,7 +81,7 @@ def test_consumption_goes_on_while_the_master_is_down_and_partitions_stay(own_cl
 
         for i in range(40):
             send(f"before-{i}")  # left unread until the master is gone
-        stop_master(own_cluster)
+        own_cluster.stop_master()
         down_at = time.monotonic()
         while time.monotonic() - down_at < OUTAGE_S:
             send("during")
@@ -102,7 +93,7 @@ def test_consumption_goes_on_while_the_master_is_down_and_partitions_stay(own_cl
         assert set(sent) - late <= set(received), len(set(sent) - late - set(received))
         assert len(sent) > 80
 
-        start_master(own_cluster)
+        own_cluster.start_master()
         # The member registers again, listing what it holds, and the master records it.
         back_at, deadline = time.monotonic(), time.monotonic() + 90
         while held_at_master(own_cluster, group, consumer.client_id) != held:

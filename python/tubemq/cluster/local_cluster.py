@@ -243,10 +243,19 @@ class LocalCluster:
         """Starts the broker again with its old configuration and data."""
         self._start_broker(maven.server_classpath())
 
+    def stop_master(self) -> None:
+        """Stops the master alone (SIGTERM): clients lose it, the broker keeps serving."""
+        process.stop(self._state["pids"]["master"], process.MASTER_CLASS)
+
+    def start_master(self) -> None:
+        """Starts the master again on the same ports and metadata; returns once its admin
+        API answers."""
+        self._start_master(maven.server_classpath())
+
     def restart_master(self) -> None:
         """Stops the master and starts it again on the same ports and metadata."""
-        process.stop(self._state["pids"]["master"], process.MASTER_CLASS)
-        self._start_master(maven.server_classpath())
+        self.stop_master()
+        self.start_master()
 
     # -- down ------------------------------------------------------------------------------
     def down(self) -> None:
