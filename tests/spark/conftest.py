@@ -10,9 +10,7 @@ import uuid
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
-
-import tubemq  # noqa: E402
+import tubemq
 
 # PySpark warns about the pandas it finds; the suite turns warnings into errors.
 SPARK_WARNINGS = [
