@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-pytest.importorskip("pyspark")
-
 from tubemq import ConfigError
 from tubemq.spark._offsets import (
     PartitionRange,
