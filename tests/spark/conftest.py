@@ -52,6 +52,16 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     session.stop()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _close_test_process_clients():
+    """Closes the clients the tests' own process cached (offset queries), so that no
+    native service outlives a module (tests/unit checks for a quiet process)."""
+    yield
+    from tubemq.spark import _clients
+
+    _clients.close_all()
+
+
 @pytest.fixture(scope="session")
 def consume_marked(master: str):
     """``consume_marked(topic, marker, expected)``: the messages of ``topic`` whose value
