@@ -407,6 +407,8 @@ def main() -> int:
         if cluster is not None and not args.keep:
             cluster.down()
             print("cluster stopped")
+            if args.workdir is None:
+                shutil.rmtree(cluster.workdir, ignore_errors=True)
         if args.output is None and not args.keep:
             shutil.rmtree(output, ignore_errors=True)
     print(f"total wall time {time.monotonic() - began:.1f} s")
