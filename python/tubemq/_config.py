@@ -191,7 +191,9 @@ class Schema:
                 f"got {type(value).__name__} {value!r}",
                 key=key.name,
             )
-        if (key.min is not None and value < key.min) or (key.max is not None and value > key.max):
+        if isinstance(value, (int, float)) and (
+            (key.min is not None and value < key.min) or (key.max is not None and value > key.max)
+        ):
             raise ConfigError(
                 f"{self.kind} config key '{key.name}' must be within "
                 f"{key.min}..{key.max}, got {value!r}",
@@ -255,7 +257,7 @@ def _normalize_topics(value: Any) -> dict[str, list[str]]:
 def _check_consume_from(value: Any) -> str:
     if value not in ("earliest", "latest", "max_always"):
         raise ValueError(f"must be 'earliest', 'latest' or 'max_always', got {value!r}")
-    return value
+    return str(value)
 
 
 CONSUMER_KEYS: tuple[Key, ...] = (

@@ -149,6 +149,10 @@ class ConsumerBase:
     ) -> None:
         self.close()
 
+    def _buffered(self) -> bool:
+        """Whether the next poll() can return a message without waiting."""
+        return bool(self._pending)
+
     # --- for subclasses ---
 
     def _after_fetch(self, native: _core.Consumer) -> None:

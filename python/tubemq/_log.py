@@ -30,7 +30,7 @@ def _emit(records: list[tuple[int, str, str, float, str]]) -> None:
         logger = logging.getLogger(name) if name.startswith(LOGGER_NAME + ".") else root
         if not logger.isEnabledFor(level):
             continue
-        record = logger.makeRecord(logger.name, level, "(native)", 0, message, None, None)
+        record = logger.makeRecord(logger.name, level, "(native)", 0, message, (), None)
         record.created = created
         record.msecs = (created - int(created)) * 1000
         record.threadName = thread_name

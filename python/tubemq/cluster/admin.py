@@ -28,9 +28,14 @@ class AdminClient:
         except (urllib.error.URLError, OSError) as error:
             raise ClusterError(f"admin call {method} failed: {error}") from error
         try:
-            return json.loads(body)
+            answer = json.loads(body)
         except ValueError as error:
             raise ClusterError(f"admin call {method} answered non-JSON: {body[:300]!r}") from error
+        if not isinstance(answer, dict):
+            raise ClusterError(
+                f"admin call {method} answered {type(answer).__name__}: {body[:300]!r}"
+            )
+        return answer
 
     def modify(self, method: str, **params: Any) -> dict[str, Any]:
         """Calls a modifying method; raises unless the call and every item in it succeeded."""

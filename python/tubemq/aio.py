@@ -1,0 +1,210 @@
+"""asyncio front ends: ``tubemq.aio.Producer`` and ``tubemq.aio.Consumer``.
+
+They wrap the blocking clients without adding a thread that spins:
+
+* A send is the producer's asynchronous send; its ``concurrent.futures.Future`` is
+  completed on the producer's delivery thread and reaches the event loop through
+  ``asyncio.wrap_future`` (which uses ``loop.call_soon_threadsafe``). An
+  ``asyncio.Semaphore`` of ``max_in_flight`` places keeps the native window from ever
+  filling, so a send never blocks the loop.
+* Calls that wait for the network (start, publish, poll, commit, flush, close) run on
+  one worker thread per client, where they wait in C++ with the GIL released. Messages
+  already fetched are handed out on the loop itself, without a thread hop.
+
+Start a client with ``async with tubemq.aio.Producer(...) as producer:`` or
+``producer = await tubemq.aio.Producer(...).start()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from tubemq import producer as _producer
+from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA
+from tubemq._consuming import Message
+from tubemq.consumer import Consumer as _SyncConsumer
+from tubemq.errors import ClientClosedError
+from tubemq.producer import BytesLike, MsgTime, SendResult
+
+__all__ = ["Consumer", "Producer"]
+
+_T = TypeVar("_T")
+
+
+class _OneThread:
+    """A single worker thread for one client's blocking calls, so that they run in
+    order and never two at once."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+
+    async def run(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(function, *args, **kwargs)
+        )
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False)
+
+
+class Producer:
+    """An asyncio producer. Keys and meaning of the configuration are those of
+    :class:`tubemq.Producer`; the blocking ``block_on_full`` is not used."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        self._config = PRODUCER_SCHEMA.validate(config, overrides)
+        self._config["block_on_full"] = False
+        self._thread = _OneThread("tubemq-aio-producer")
+        self._sync: _producer.Producer | None = None
+        self._window: asyncio.Semaphore | None = None  # made on the loop that starts us
+
+    async def start(self) -> Producer:
+        """Registers to the master (on the worker thread); returns the producer."""
+        if self._sync is None:
+            self._window = asyncio.Semaphore(self._config["max_in_flight"])
+            self._sync = await self._thread.run(_producer.Producer, self._config)
+        return self
+
+    async def publish(self, topics: str | Iterable[str], timeout: float | None = None) -> None:
+        await self._thread.run(self._live().publish, topics, timeout)
+
+    async def send(
+        self,
+        topic: str,
+        value: BytesLike,
+        *,
+        key: str | None = None,
+        attrs: Mapping[str, str] | None = None,
+        msg_type: str | None = None,
+        msg_time: MsgTime = None,
+    ) -> SendResult:
+        """Sends one message; returns its :class:`tubemq.SendResult` once stored."""
+        producer = self._live()
+        window = self._window
+        assert window is not None  # set with the producer by start()
+        await window.acquire()
+        loop = asyncio.get_running_loop()
+        try:
+            future = producer.send_async(
+                topic, value, key=key, attrs=attrs, msg_type=msg_type, msg_time=msg_time
+            )
+        except BaseException:
+            window.release()
+            raise
+        future.add_done_callback(lambda _: loop.call_soon_threadsafe(window.release))
+        return await asyncio.wrap_future(future)
+
+    async def flush(self, timeout: float | None = None) -> int:
+        return await self._thread.run(self._live().flush, timeout)
+
+    async def close(self, timeout: float | None = 5.0) -> None:
+        """Flushes, unregisters and stops the worker thread; idempotent."""
+        producer, self._sync = self._sync, None
+        if producer is not None:
+            await self._thread.run(producer.close, timeout)
+        self._thread.shutdown()
+
+    @property
+    def sync(self) -> _producer.Producer:
+        """The blocking producer underneath (for its other methods)."""
+        return self._live()
+
+    async def __aenter__(self) -> Producer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _live(self) -> _producer.Producer:
+        if self._sync is None:
+            raise ClientClosedError(2002, "the producer is not started or already closed")
+        return self._sync
+
+
+class Consumer:
+    """An asyncio member of a server-balanced group, with the configuration of
+    :class:`tubemq.Consumer`. ``async for message in consumer`` iterates forever;
+    ``await consumer.poll(timeout)`` returns a message or None."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        self._config = CONSUMER_SCHEMA.validate(config, overrides)
+        self._thread = _OneThread("tubemq-aio-consumer")
+        self._sync: _SyncConsumer | None = None
+        self._lock: asyncio.Lock | None = None  # one fetch or commit at a time
+
+    async def start(self) -> Consumer:
+        """Joins the group (on the worker thread); returns the consumer."""
+        if self._sync is None:
+            self._lock = asyncio.Lock()
+            self._sync = await self._thread.run(_SyncConsumer, self._config)
+        return self
+
+    async def poll(self, timeout: float = 1.0) -> Message | None:
+        consumer = self._live()
+        async with self._serial():
+            if consumer._buffered():
+                return consumer.poll(0)  # already fetched: no wait, no thread hop
+            return await self._thread.run(consumer.poll, timeout)
+
+    async def commit(self, message: Message) -> None:
+        async with self._serial():
+            await self._thread.run(self._live().commit, message)
+
+    async def nack(self, message: Message) -> None:
+        async with self._serial():
+            await self._thread.run(self._live().nack, message)
+
+    def assignment(self) -> list[str]:
+        return self._live().assignment()
+
+    def offsets(self) -> dict[str, dict[str, int]]:
+        return self._live().offsets()
+
+    async def close(self, timeout: float | None = 5.0) -> None:
+        if self._sync is not None:
+            async with self._serial():
+                consumer, self._sync = self._sync, None
+                if consumer is not None:
+                    await self._thread.run(consumer.close, timeout)
+        self._thread.shutdown()
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._messages()
+
+    async def _messages(self) -> AsyncIterator[Message]:
+        while True:
+            message = await self.poll(1.0)
+            if message is not None:
+                yield message
+
+    async def __aenter__(self) -> Consumer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _serial(self) -> asyncio.Lock:
+        if self._lock is None:
+            raise ClientClosedError(2002, "the consumer is not started")
+        return self._lock
+
+    def _live(self) -> _SyncConsumer:
+        if self._sync is None:
+            raise ClientClosedError(2002, "the consumer is not started or already closed")
+        return self._sync
