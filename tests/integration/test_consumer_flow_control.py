@@ -22,7 +22,7 @@ import tubemq
 pytestmark = pytest.mark.integration
 
 FAST = {"heartbeat_period_ms": 1000}
-# Topics of the shared cluster beyond the pool; the suite's pool (topics[0..7]) is not used.
+# Topics of their own (FLOW_TOPICS in conftest.py), written to by no other test.
 EMPTY_TOPIC = "flow_c"
 BACKLOG_TOPIC = "flow_d"
 MIB = 1024 * 1024
