@@ -1,10 +1,14 @@
-"""The ``tubemq`` command. Subcommands: ``cluster`` (a local TubeMQ for tests and demos)."""
+"""The ``tubemq`` command. Subcommands: ``produce`` and ``consume`` (the clients from the
+shell) and ``cluster`` (a local TubeMQ for tests and demos)."""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = "usage: tubemq cluster {up,down,status,add-topics} ... (tubemq cluster --help)"
+USAGE = (
+    "usage: tubemq produce|consume ... (tubemq produce --help)\n"
+    "       tubemq cluster {up,down,status,add-topics} ... (tubemq cluster --help)"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,6 +21,10 @@ def main(argv: list[str] | None = None) -> int:
         from tubemq.cluster.cli import main as cluster_main
 
         return cluster_main(args[1:])
+    if args[0] in ("produce", "consume"):
+        from tubemq.client_cli import main as client_main
+
+        return client_main(args)
     print(f"tubemq: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
     return 2
 

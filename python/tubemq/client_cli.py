@@ -1,0 +1,153 @@
+"""``tubemq produce`` and ``tubemq consume``: the clients from the shell.
+
+``produce`` sends one message per input line (stdin or ``--file``); ``consume`` prints
+one message per line, as its value or as JSON, until ``--count`` messages arrived, no
+message arrived for ``--idle`` seconds while partitions were held, or Ctrl-C. Errors end
+the command with status 1 and the error on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+from tubemq.consumer import Consumer
+from tubemq.errors import TubeMQError
+from tubemq.producer import Producer
+
+
+def _attributes(items: list[str]) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"--attr needs key=value, got {item!r}")
+        attrs[key] = value
+    return attrs
+
+
+def _lines(stream: IO[bytes]) -> Iterator[bytes]:
+    for line in stream:
+        line = line.rstrip(b"\r\n")
+        if line:
+            yield line
+
+
+def produce(args: argparse.Namespace) -> int:
+    attrs = _attributes(args.attr)
+    sent = 0
+    with Producer(master=args.master) as producer:
+        producer.publish(args.topic)
+        stream: IO[bytes] = open(args.file, "rb") if args.file else sys.stdin.buffer
+        try:
+            futures = [
+                producer.send_async(
+                    args.topic, line, key=args.key, attrs=attrs or None, msg_type=args.msg_type
+                )
+                for line in _lines(stream)
+            ]
+        finally:
+            if args.file:
+                stream.close()
+        producer.flush()
+        failures = [future.exception() for future in futures if future.exception() is not None]
+        sent = len(futures) - len(failures)
+    print(f"sent {sent} message(s) to {args.topic}", file=sys.stderr)
+    if failures:
+        print(f"{len(failures)} failed, first: {failures[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _as_json(message: Any) -> str:
+    value = bytes(message)
+    try:
+        text: dict[str, Any] = {"value": value.decode("utf-8")}
+    except UnicodeDecodeError:
+        text = {"value_base64": base64.b64encode(value).decode("ascii")}
+    return json.dumps(
+        {
+            "topic": message.topic,
+            "partition": message.partition_key,
+            "message_id": message.message_id,
+            "msg_type": message.msg_type,
+            "msg_time": message.msg_time,
+            "attrs": message.attrs,
+            **text,
+        },
+        ensure_ascii=False,
+    )
+
+
+def consume(args: argparse.Namespace) -> int:
+    out: IO[str] = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    received = 0
+    try:
+        with Consumer(
+            master=args.master, group=args.group, topics=args.topic, consume_from=args.start
+        ) as consumer:
+            idle = 0.0
+            while args.count is None or received < args.count:
+                message = consumer.poll(1.0)
+                if message is None:
+                    # Idle time counts once partitions are held: the first ones arrive
+                    # with a rebalance, a few seconds after joining.
+                    idle += 1.0 if consumer.assignment() else 0.0
+                    if args.idle is not None and idle >= args.idle:
+                        break
+                    continue
+                idle = 0.0
+                received += 1
+                if args.format == "json":
+                    out.write(_as_json(message) + "\n")
+                else:
+                    out.write(bytes(message).decode("utf-8", "replace") + "\n")
+                out.flush()
+    finally:
+        if args.output:
+            out.close()
+    print(f"received {received} message(s)", file=sys.stderr)
+    return 0
+
+
+def parser(prog: str = "tubemq") -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog=prog)
+    commands = top.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("produce", help="send one message per input line")
+    p.add_argument("--master", required=True, help="host:port[,host:port]")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--file", help="read lines from this file instead of stdin")
+    p.add_argument("--attr", action="append", default=[], help="key=value (repeatable)")
+    p.add_argument("--msg-type", dest="msg_type", help="msgType of every message")
+    p.add_argument("--key", help="partition key (same key, same partition)")
+    p.set_defaults(run=produce)
+
+    c = commands.add_parser("consume", help="print messages, one per line")
+    c.add_argument("--master", required=True, help="host:port[,host:port]")
+    c.add_argument("--topic", required=True, action="append", help="repeatable")
+    c.add_argument("--group", required=True)
+    c.add_argument(
+        "--from", dest="start", default="latest", choices=("earliest", "latest", "max_always")
+    )
+    c.add_argument("--count", type=int, help="stop after this many messages")
+    c.add_argument("--idle", type=float, help="stop after this many seconds without a message")
+    c.add_argument("--format", choices=("value", "json"), default="value")
+    c.add_argument("--output", help="write to this file instead of stdout")
+    c.set_defaults(run=consume)
+    return top
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (TubeMQError, OSError, argparse.ArgumentTypeError) as error:
+        print(f"tubemq {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

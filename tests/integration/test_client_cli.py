@@ -1,0 +1,94 @@
+"""``tubemq produce`` and ``tubemq consume`` as a user runs them: separate processes,
+lines in, lines (or JSON) out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+TUBEMQ = [sys.executable, "-m", "tubemq.cli"]
+
+
+def _tubemq(*args: str, stdin: str | None = None, timeout: float = 120):
+    done = subprocess.run(
+        [*TUBEMQ, *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
+    # An editable install may print rebuild lines first; the commands' own output follows.
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_lines_produced_come_back_from_consume_as_values_and_json(master, topics):
+    topic, marker = topics[4], f"cli_{uuid.uuid4().hex[:8]}"
+    lines = [f"{marker} line {index}" for index in range(20)]
+    code, _, err = _tubemq(
+        "produce",
+        "--master",
+        master,
+        "--topic",
+        topic,
+        "--attr",
+        "origin=cli",
+        "--msg-type",
+        "cli",
+        stdin="\n".join(lines) + "\n\n",
+    )
+    assert code == 0, err
+    assert "sent 20 message(s)" in err
+
+    group = f"cli_{uuid.uuid4().hex[:8]}"
+    code, out, err = _tubemq(
+        "consume",
+        "--master",
+        master,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--from",
+        "earliest",
+        "--idle",
+        "5",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    mine = [record for record in records if record["value"].startswith(marker)]
+    assert sorted(record["value"] for record in mine) == sorted(lines)
+    assert all(r["attrs"] == {"origin": "cli"} and r["msg_type"] == "cli" for r in mine)
+
+
+def test_count_stops_consume_and_bad_input_is_reported(master, topics):
+    topic, marker = topics[4], f"cli_{uuid.uuid4().hex[:8]}"
+    code, _, err = _tubemq(
+        "produce", "--master", master, "--topic", topic, stdin=f"{marker} a\n{marker} b\n"
+    )
+    assert code == 0, err
+    code, _, err = _tubemq(
+        "consume",
+        "--master",
+        master,
+        "--topic",
+        topic,
+        "--group",
+        f"cli_{uuid.uuid4().hex[:8]}",
+        "--from",
+        "earliest",
+        "--count",
+        "1",
+    )
+    assert code == 0, err
+    assert "received 1 message(s)" in err
+
+    code, _, err = _tubemq("produce", "--master", "nohost", "--topic", topic, stdin="x\n")
+    assert code == 1
+    assert "master" in err  # the ConfigError names the bad key
+    code, _, err = _tubemq("produce", "--master", master, "--topic", topic, "--attr", "novalue")
+    assert code == 1
+    assert "key=value" in err
