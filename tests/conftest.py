@@ -92,6 +92,16 @@ def run_java(java_classes: tuple[Path, str], main: str, *args: str, timeout: flo
 
 
 @pytest.fixture(scope="session")
+def java_runner(java_classes):
+    """``run(main_class, *args, timeout=...)``: runs one of the tests/java programs."""
+
+    def run(main: str, *args: str, timeout: float):
+        return run_java(java_classes, main, *args, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture(scope="session")
 def reference_consumer(java_classes):
     """Runs the official Java client (tests/java/ReferenceConsumer.java) as a consumer.
 
