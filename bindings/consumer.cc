@@ -238,6 +238,23 @@ void RegisterConsumer(py::module_& module) {
            py::arg("partition_key"))
       .def("paused", [](PyConsumer& self) { return self.native().Paused(); })
       .def("offsets", [](PyConsumer& self) { return self.native().Offsets(); })
+      .def("counters",
+           [](PyConsumer& self) {
+             const Consumer::Counters c = self.native().counters();
+             py::dict out;
+             out["registrations"] = c.registrations;
+             out["heartbeats_ok"] = c.heartbeats_ok;
+             out["heartbeats_failed"] = c.heartbeats_failed;
+             out["rebalance_events"] = c.rebalance_events;
+             out["fetches"] = c.fetches;
+             out["fetch_errors"] = c.fetch_errors;
+             out["batches"] = c.batches;
+             out["messages"] = c.messages;
+             out["bytes"] = c.bytes;
+             out["commits"] = c.commits;
+             out["commit_failures"] = c.commit_failures;
+             return out;
+           })
       .def("held_partitions", [](PyConsumer& self) { return self.native().HeldPartitions(); })
       .def_property_readonly("client_id", [](PyConsumer& self) { return self.native().client_id(); });
 }

@@ -71,6 +71,14 @@ CLIENT_KEYS: tuple[Key, ...] = (
     ),
     Key("connect_timeout_ms", int, 3000, "Deadline of each TCP connect.", min=100, max=60000),
     Key(
+        "stats_interval_ms",
+        int,
+        5000,
+        "How often a client made with stats_cb= calls it with its metrics().",
+        min=100,
+        max=3_600_000,
+    ),
+    Key(
         "heartbeat_period_ms",
         int,
         10000,

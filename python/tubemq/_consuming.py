@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from tubemq import _core, _lifecycle
+from tubemq._stats import StatsCallback, StatsReporter
 from tubemq.errors import ConfigError, TubeMQError
 
 Message = _core.Message
@@ -33,8 +34,14 @@ class ConsumerBase:
 
     _kind = "consumer"
 
-    def __init__(self, config: dict[str, Any], native: _core.Consumer) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        native: _core.Consumer,
+        stats_cb: StatsCallback | None = None,
+    ) -> None:
         self._config = config
+        self._stats: StatsReporter | None = None
         self._pid = os.getpid()
         self._auto_commit: bool = config["auto_commit"]
         self._native: _core.Consumer | None = native
@@ -47,6 +54,8 @@ class ConsumerBase:
             self._native = None
             raise
         _lifecycle.track(self)
+        if stats_cb is not None:
+            self._stats = StatsReporter(self.metrics, stats_cb, config["stats_interval_ms"])
 
     @property
     def client_id(self) -> str:
@@ -105,6 +114,23 @@ class ConsumerBase:
             for key, (current, maximum) in self._live().offsets().items()
         }
 
+    def metrics(self) -> dict[str, Any]:
+        """Counts since the client was made — ``registrations``, ``heartbeats_ok`` and
+        ``heartbeats_failed``, ``rebalance_events``, ``fetches``, ``fetch_errors``,
+        ``batches``, ``received`` (messages), ``bytes``, ``committed`` (batches the broker
+        acknowledged), ``commit_failures`` — and now: ``assigned`` partition count,
+        ``in_flight`` (messages fetched, not yet handed out) and ``lag`` per partition."""
+        native = self._live()
+        counters = dict(native.counters())
+        counters["received"] = counters.pop("messages")
+        counters["committed"] = counters.pop("commits")
+        return {
+            **counters,
+            "assigned": len(native.held_partitions()),
+            "in_flight": len(self._pending),
+            "lag": {key: item["lag"] for key, item in self.offsets().items()},
+        }
+
     def pause(self, partition_keys: list[str]) -> None:
         """Stops fetching from these held partitions; they stay assigned to this member.
         Messages already handed out from a paused partition's batch are not recalled."""
@@ -126,6 +152,8 @@ class ConsumerBase:
         if self._native is None:
             return
         native = self._live()
+        if self._stats is not None:
+            self._stats.stop()
         try:
             if self._auto_commit and not self._pending:
                 self._commit_outstanding(native)

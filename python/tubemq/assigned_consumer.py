@@ -20,7 +20,7 @@ of one group agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tubemq import _core, _log
@@ -49,7 +49,13 @@ class AssignedConsumer(ConsumerBase):
 
     _kind = "assigned consumer"
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stats_cb: Callable[[dict[str, Any]], Any] | None = None,
+        **overrides: Any,
+    ) -> None:
         validated = ASSIGNED_CONSUMER_SCHEMA.validate(config, overrides)
         source_count, node_id = validated["source_count"], validated["node_id"]
         if source_count > 0 and not 0 <= node_id < source_count:
@@ -69,7 +75,7 @@ class AssignedConsumer(ConsumerBase):
             source_count=source_count,
             node_id=node_id,
         )
-        super().__init__(validated, native)
+        super().__init__(validated, native, stats_cb)
 
     def __enter__(self) -> AssignedConsumer:
         return self

@@ -25,6 +25,7 @@ class Consumer(ConsumerBase):
     once the master has answered; partitions arrive with the following rebalance.
     ``on_assign(keys)`` / ``on_revoke(keys)`` are called from ``poll()``, on the caller's
     thread, with the partition keys this member gained or lost since the last call.
+    ``stats_cb(metrics)`` is called every ``stats_interval_ms`` from a thread of its own.
     """
 
     def __init__(
@@ -33,6 +34,7 @@ class Consumer(ConsumerBase):
         *,
         on_assign: Callable[[list[str]], Any] | None = None,
         on_revoke: Callable[[list[str]], Any] | None = None,
+        stats_cb: Callable[[dict[str, Any]], Any] | None = None,
         **overrides: Any,
     ) -> None:
         validated = CONSUMER_SCHEMA.validate(config, overrides)
@@ -52,7 +54,7 @@ class Consumer(ConsumerBase):
             select_big=validated["select_big"],
             bound_offsets=validated["bound_offsets"] or {},
         )
-        super().__init__(validated, native)
+        super().__init__(validated, native, stats_cb)
 
     def __enter__(self) -> Consumer:
         return self

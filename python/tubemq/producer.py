@@ -21,6 +21,7 @@ from typing import Any, Union
 from tubemq import _core, _lifecycle, _log
 from tubemq._config import PRODUCER_SCHEMA, native_client_config, native_producer_options
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
+from tubemq._stats import StatsCallback, StatsReporter
 from tubemq.errors import ConfigError
 
 SendResult = _core.SendResult
@@ -65,10 +66,18 @@ class Producer:
     The constructor registers to the master and returns once it has answered; it raises a
     :class:`tubemq.TubeMQError` subclass if that fails. Use it as a context manager, or call
     :meth:`close`; clients still open at interpreter exit are closed there.
+    ``stats_cb(metrics)`` is called every ``stats_interval_ms`` from a thread of its own.
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stats_cb: StatsCallback | None = None,
+        **overrides: Any,
+    ) -> None:
         self._config = PRODUCER_SCHEMA.validate(config, overrides)
+        self._stats: StatsReporter | None = None
         self._pid = os.getpid()
         self._block = self._config["block_on_full"]
         self._send_timeout = self._config["send_timeout_s"]
@@ -85,6 +94,8 @@ class Producer:
             self._native = None
             raise
         _lifecycle.track(self)
+        if stats_cb is not None:
+            self._stats = StatsReporter(self.metrics, stats_cb, self._config["stats_interval_ms"])
 
     @property
     def config(self) -> dict[str, Any]:
@@ -179,6 +190,8 @@ class Producer:
         if self._native is None:
             return
         native = self._live()
+        if self._stats is not None:
+            self._stats.stop()
         self._native = None
         _lifecycle.untrack(self)
         try:
@@ -194,6 +207,23 @@ class Producer:
     def counters(self) -> dict[str, int]:
         """Native counters: heartbeats, registrations, sends ok/failed, retries."""
         return dict(self._live().counters())
+
+    def metrics(self) -> dict[str, int]:
+        """Counts since the producer was made: ``sent`` (sends handed to the producer),
+        ``acked`` (stored by a broker), ``failed``, ``retries``, ``registrations``,
+        ``heartbeats_ok``, ``heartbeats_failed``; and ``in_flight`` now."""
+        counters = self.counters()
+        in_flight = self._deliveries.pending()
+        return {
+            "sent": counters["sent_ok"] + counters["sent_failed"] + in_flight,
+            "acked": counters["sent_ok"],
+            "failed": counters["sent_failed"],
+            "retries": counters["retries"],
+            "in_flight": in_flight,
+            "registrations": counters["registrations"],
+            "heartbeats_ok": counters["heartbeats_ok"],
+            "heartbeats_failed": counters["heartbeats_failed"],
+        }
 
     def __enter__(self) -> Producer:
         return self

@@ -114,6 +114,22 @@ class Consumer {
   // Gives a held partition back, committing (or rolling back) its last batch.
   Status Unassign(const std::string& partition_key, bool commit);
 
+  // Counts since the consumer was made, for metrics.
+  struct Counters {
+    uint64_t registrations = 0;
+    uint64_t heartbeats_ok = 0;
+    uint64_t heartbeats_failed = 0;
+    uint64_t rebalance_events = 0;  // events processed (each CONNECT or DISCONNECT)
+    uint64_t fetches = 0;           // fetches the broker answered
+    uint64_t fetch_errors = 0;      // fetches failed in transport or with an error code
+    uint64_t batches = 0;           // batches handed to the application
+    uint64_t messages = 0;
+    uint64_t bytes = 0;             // message body bytes
+    uint64_t commits = 0;           // confirms the broker acknowledged
+    uint64_t commit_failures = 0;
+  };
+  Counters counters() const;
+
   // Partition key -> (committed offset, max offset) of every held partition.
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
   std::vector<std::string> HeldPartitions() const;

@@ -180,6 +180,7 @@ void Consumer::Impl::RegisterV2(int attempts_left, Done done) {
             self->visit_token_ = response.authorizedinfo().visitauthorizedtoken();
           }
           self->heartbeats_since_report_ = 0;
+          Count(self->counters_.registrations);
           TUBEMQ_LOG_INFO("client-balanced consumer " << self->client_id_ << " joined group "
                                                       << self->options_.group);
         }
@@ -222,6 +223,8 @@ void Consumer::Impl::HeartbeatV2() {
             self->heartbeats_since_report_ = 0;
           }
         }
+        Count(result.ok() && response.errcode() == kSuccess ? self->counters_.heartbeats_ok
+                                                            : self->counters_.heartbeats_failed);
         if (!result.ok()) {
           TUBEMQ_LOG_WARN("consumer heartbeat failed: " << result.message());
           return;

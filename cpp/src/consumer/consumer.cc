@@ -143,6 +143,10 @@ std::map<std::string, std::pair<int64_t, int64_t>> Consumer::Offsets() const {
   return impl_ ? impl_->Offsets() : std::map<std::string, std::pair<int64_t, int64_t>>{};
 }
 
+Consumer::Counters Consumer::counters() const {
+  return impl_ ? impl_->counters() : Counters{};
+}
+
 std::vector<std::string> Consumer::HeldPartitions() const {
   return impl_ ? impl_->HeldPartitions() : std::vector<std::string>{};
 }

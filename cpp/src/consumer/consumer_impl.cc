@@ -159,6 +159,7 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
           if (response.has_notallocated() && !response.notallocated()) {
             self->not_allocated_ = false;
           }
+          Count(self->counters_.registrations);
           self->report_next_ = true;
           TUBEMQ_LOG_INFO("consumer " << self->client_id_ << " joined group "
                                       << self->options_.group);
@@ -253,6 +254,8 @@ void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C
     std::lock_guard<std::mutex> lock(mutex_);
     heartbeat_in_flight_ = false;
   }
+  Count(status.ok() && response.success() ? counters_.heartbeats_ok
+                                            : counters_.heartbeats_failed);
   if (!status.ok()) {
     TUBEMQ_LOG_WARN("consumer heartbeat failed: " << status.message());
     return;  // an unacknowledged result stays queued for the next heartbeat
@@ -313,6 +316,25 @@ std::map<std::string, std::pair<int64_t, int64_t>> Consumer::Impl::Offsets() con
     const auto offsets = cache_.OffsetsOf(partition.Key());
     if (offsets) out[partition.Key()] = {offsets->current, offsets->max};
   }
+  return out;
+}
+
+Consumer::Counters Consumer::Impl::counters() const {
+  const auto read = [](const std::atomic<uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  Counters out;
+  out.registrations = read(counters_.registrations);
+  out.heartbeats_ok = read(counters_.heartbeats_ok);
+  out.heartbeats_failed = read(counters_.heartbeats_failed);
+  out.rebalance_events = read(counters_.rebalance_events);
+  out.fetches = read(counters_.fetches);
+  out.fetch_errors = read(counters_.fetch_errors);
+  out.batches = read(counters_.batches);
+  out.messages = read(counters_.messages);
+  out.bytes = read(counters_.bytes);
+  out.commits = read(counters_.commits);
+  out.commit_failures = read(counters_.commit_failures);
   return out;
 }
 

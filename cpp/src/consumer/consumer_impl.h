@@ -7,6 +7,7 @@
 // by mutex_, never held while calling out.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -56,6 +57,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
   std::vector<std::string> HeldPartitions() const;
   const std::string& client_id() const { return client_id_; }
+  Counters counters() const;
 
  private:
   enum class State { kNew, kStarting, kRunning, kClosing, kClosed };
@@ -115,6 +117,16 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   }
   bool Running() const;
 
+  // Counted from I/O threads and application threads alike, so each is atomic.
+  struct AtomicCounters {
+    std::atomic<uint64_t> registrations{0}, heartbeats_ok{0}, heartbeats_failed{0},
+        rebalance_events{0}, fetches{0}, fetch_errors{0}, batches{0}, messages{0}, bytes{0},
+        commits{0}, commit_failures{0};
+  };
+  static void Count(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+    counter.fetch_add(by, std::memory_order_relaxed);
+  }
+
   const ClientConfig config_;
   const ConsumerOptions options_;
   const service::Credentials credentials_;
@@ -143,6 +155,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   std::map<std::string, Booked> booked_;
   std::map<std::string, flowctrl::PartitionPacer> pacers_;
   std::map<std::string, int> transport_failures_;  // consecutive, per partition
+  AtomicCounters counters_;
 
   // Client-balanced mode: the master's metadata and what the application asked for.
   meta::BrokerMap brokers_;

@@ -71,6 +71,7 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
                                                       : response->errcode())
                             << (request.escflowctrl() ? " escFlowCtrl" : ""));
   if (!status.ok()) {
+    Count(counters_.fetch_errors);
     // Nothing reached us; the commit flag stays as it was for the next fetch. A broker
     // that cannot be reached is retried after 200 ms, doubling to 5 s, not in a tight
     // loop (upstream has no back-off here, behaviour.md §3.8.1).
@@ -94,6 +95,8 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
   outcome.escaped = response->escflowctrl();
   outcome.require_slow = response->requireslow();
   const int32_t code = outcome.code;
+  Count(counters_.fetches);
+  if (code != 200 && code != 404) Count(counters_.fetch_errors);
   if (code == 411 || code == 412 || code == 415) {
     cache_.Remove(key);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -157,6 +160,9 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     batch = ReceivedBatch();
     return Status(ErrorCode::kNotFound, "no message passed the filters");
   }
+  Count(counters_.batches);
+  Count(counters_.messages, batch.messages.size());
+  for (const ReceivedMessage& message : batch.messages) Count(counters_.bytes, message.body.size());
   return Status::OK();
 }
 
@@ -187,6 +193,7 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
     status = Status(static_cast<ErrorCode>(response.errcode()),
                     "commit of " + key + " refused: " + response.errmsg());
   }
+  Count(status.ok() ? counters_.commits : counters_.commit_failures);
   if (status.ok()) {
     cache_.UpdateOffsets(key, {response.has_curroffset() ? response.curroffset() : -1,
                                response.has_maxoffset() ? response.maxoffset() : -1});

@@ -50,6 +50,7 @@ void Consumer::Impl::ProcessNextEvent() {
     events_.pop_front();
   }
   auto finished = [self = shared_from_this(), event](const Status&) {
+    Count(self->counters_.rebalance_events);
     {
       std::lock_guard<std::mutex> lock(self->mutex_);
       self->event_busy_ = false;
