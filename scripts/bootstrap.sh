@@ -38,5 +38,5 @@ python -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" "pytest>=8" 
 
 # Build in a fixed directory so that repeated runs rebuild only what changed.
 log "building and installing tubemq into .venv"
-python -m pip install -q --no-build-isolation -Cbuild-dir=build/release ".[test,spark]"
+python -m pip install -q --no-build-isolation -Cbuild-dir=build/release ".[test,spark,docs]"
 log "ready: $(python -c 'import tubemq; print("tubemq", tubemq.__version__)')"

@@ -1,0 +1,100 @@
+"""Writes the two reference pages that come from the code: the configuration keys of every
+client (from the config schemas) and the error codes (from the native table and the
+exception classes). ``python docs/generate_reference.py`` rewrites them; a test checks
+that the committed pages are current."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tubemq import _core
+from tubemq._config import ASSIGNED_CONSUMER_SCHEMA, CONSUMER_SCHEMA, PRODUCER_SCHEMA, Schema
+from tubemq.errors import error_class_for
+
+DOCS = Path(__file__).resolve().parent
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _schema_table(schema: Schema, skip: set[str]) -> list[str]:
+    lines = ["| key | type | default | range | meaning |", "|---|---|---|---|---|"]
+    for key in schema.keys.values():
+        if key.name in skip:
+            continue
+        default = "required" if key.required else repr(key.default)
+        bounds = "" if key.min is None and key.max is None else f"{key.min}..{key.max}"
+        lines.append(
+            f"| `{key.name}` | {_type_name(key.type)} | {default} | {bounds} | {key.doc} |"
+        )
+    return lines
+
+
+def configuration_page() -> str:
+    common = set(PRODUCER_SCHEMA.keys) & set(CONSUMER_SCHEMA.keys)
+    consumer_only = set(CONSUMER_SCHEMA.keys) - common
+    sections = [
+        "# Configuration reference",
+        "",
+        "Generated from the configuration schemas (`python docs/generate_reference.py`).",
+        "Every client takes a dict, keyword arguments, or both; unknown keys, wrong types",
+        "and out-of-range values raise `tubemq.ConfigError` naming the key. Durations are",
+        "integer milliseconds (`_ms`) unless the name says seconds (`_s`).",
+        "",
+        "## Every client",
+        "",
+        *_schema_table(PRODUCER_SCHEMA, set(PRODUCER_SCHEMA.keys) - common),
+        "",
+        "## Producer",
+        "",
+        *_schema_table(PRODUCER_SCHEMA, common),
+        "",
+        "## Consumer",
+        "",
+        *_schema_table(CONSUMER_SCHEMA, common),
+        "",
+        "## AssignedConsumer",
+        "",
+        "The consumer's keys except bound consume's, and:",
+        "",
+        *_schema_table(ASSIGNED_CONSUMER_SCHEMA, common | consumer_only),
+        "",
+    ]
+    return "\n".join(sections)
+
+
+def errors_page() -> str:
+    lines = [
+        "# Error codes",
+        "",
+        "Generated from the native code table and `tubemq.errors`",
+        "(`python docs/generate_reference.py`). Every exception is a `tubemq.TubeMQError`",
+        "with `.code`, `.message` and `.retriable` (whether the same call may succeed later).",
+        "",
+        "| code | name | raised as | retriable |",
+        "|---|---|---|---|",
+    ]
+    for code in range(100, 6000):
+        name = _core.error_code_name(code)
+        if name == "UNKNOWN" or code == 200:
+            continue
+        cls = error_class_for(code).__name__
+        retriable = "yes" if _core.is_retriable(code) else "no"
+        lines.append(f"| {code} | `{name}` | `{cls}` | {retriable} |")
+    return "\n".join([*lines, ""])
+
+
+PAGES = {"configuration.md": configuration_page, "errors.md": errors_page}
+
+
+def main() -> int:
+    for name, render in PAGES.items():
+        (DOCS / name).write_text(render(), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
