@@ -29,8 +29,12 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 EVENTS_TOPIC = "pipeline_events"
 WINDOWS_TOPIC = "pipeline_windows"
@@ -39,7 +43,7 @@ SPAN_S = 300  # event time covered by the page views: five one-minute windows
 PAGES = ["/", "/search", "/product", "/cart", "/checkout", "/account", "/help"]
 
 
-def page_views(count: int, start_ms: int, seed: int = 7):
+def page_views(count: int, start_ms: int, seed: int = 7) -> Iterator[dict[str, Any]]:
     """``count`` synthetic page views spread evenly over SPAN_S seconds of event time."""
     rng = random.Random(seed)
     step_ms = SPAN_S * 1000 / count
@@ -100,7 +104,7 @@ class PageViewProducer(threading.Thread):
         self.elapsed = time.monotonic() - began
 
 
-def start_spark():
+def start_spark() -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     warnings.simplefilter("ignore", FutureWarning)  # PySpark about the installed pandas
@@ -125,22 +129,22 @@ def start_spark():
 class Progress:
     """Every micro-batch's progress, printed as it comes (a StreamingQueryListener)."""
 
-    def __init__(self, producer_sent) -> None:
+    def __init__(self, producer_sent: Callable[[], int]) -> None:
         self.batches: dict[int, Any] = {}
         self.lock = threading.Lock()
         self.producer_sent = producer_sent
-        self.windows_out = lambda: 0
+        self.windows_out: Callable[[], int] = lambda: 0
 
-    def listener(self):
-        from pyspark.sql.streaming import StreamingQueryListener
+    def listener(self) -> Any:
+        from pyspark.sql.streaming.listener import StreamingQueryListener
 
         outer = self
 
         class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event) -> None:
+            def onQueryStarted(self, event: Any) -> None:
                 pass
 
-            def onQueryProgress(self, event) -> None:
+            def onQueryProgress(self, event: Any) -> None:
                 progress = event.progress
                 with outer.lock:
                     outer.batches[progress.batchId] = progress
@@ -154,10 +158,10 @@ class Progress:
                         flush=True,
                     )
 
-            def onQueryIdle(self, event) -> None:
+            def onQueryIdle(self, event: Any) -> None:
                 pass
 
-            def onQueryTerminated(self, event) -> None:
+            def onQueryTerminated(self, event: Any) -> None:
                 pass
 
         return Listener()
@@ -175,7 +179,7 @@ class WindowSink:
         self.windows: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, frame, batch_id: int) -> None:
+    def __call__(self, frame: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
         frame = frame.withColumn("run", F.lit(self.run_id)).persist()
@@ -198,7 +202,7 @@ class WindowSink:
             frame.unpersist()
 
 
-def windowed(events):
+def windowed(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     view = "kind string, user string, page string, latency_ms int, status int, ts long"
