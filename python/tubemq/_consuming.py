@@ -29,6 +29,20 @@ INDEX_ENTRY_SIZE = 28
 offsets covers ``span // INDEX_ENTRY_SIZE`` messages of the partition's store."""
 
 
+# The pid of this process, kept current across fork() by the hook below, so that the
+# per-message fast path of poll() can check for a forked client without a getpid()
+# system call per message.
+_process_pid = os.getpid()
+
+
+def _note_fork() -> None:
+    global _process_pid
+    _process_pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
 class ConsumerBase:
     """The shared half of :class:`tubemq.Consumer` and :class:`tubemq.AssignedConsumer`."""
 
@@ -63,6 +77,8 @@ class ConsumerBase:
 
     def poll(self, timeout: float = 1.0) -> Message | None:
         """The next message, or None if none arrived within ``timeout`` seconds."""
+        if self._pending and self._native is not None and self._pid == _process_pid:
+            return self._pending.pop()  # the batch at hand: no native call needed
         native = self._live()
         if not self._pending:
             if self._auto_commit:
@@ -159,6 +175,7 @@ class ConsumerBase:
                 self._commit_outstanding(native)
         finally:
             self._native = None
+            self._pending = []
             _lifecycle.untrack(self)
             native.close(timeout)
 

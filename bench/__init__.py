@@ -1,0 +1,1 @@
+"""The benchmark runner: ``python -m bench`` (see bench/runner.py)."""

@@ -1,0 +1,3 @@
+from bench.runner import main
+
+raise SystemExit(main())
