@@ -78,3 +78,19 @@ def test_two_barrier_tasks_read_every_message_exactly_once(spark, master, spark_
     assert sorted(k for keys in by_task.values() for k in keys) == sorted(start)
     assert all(len(partitions) == 2 for partitions in by_task.values()), by_task
     assert took < 90, took  # the idle timeout, not the deadline, ended the tasks
+
+    # Again in a new group, each task stopping after 300 messages: a fetch is yielded
+    # whole, and one partition holds about 500 of them, so a task yields 300 to 799.
+    fn, schema = consume_in_barrier(
+        master, [topic], starting_offsets=start, max_messages=300, deadline_s=90.0
+    )
+    rows = (
+        spark.range(0, 2, 1, numPartitions=2)
+        .mapInArrow(fn, schema, barrier=True)
+        .select("value", F.spark_partition_id().alias("task"))
+        .collect()
+    )
+    values = [bytes(r.value) for r in rows if bytes(r.value).startswith(mark.encode())]
+    assert len(set(values)) == len(values) and set(values) <= set(sent)
+    per_task = [sum(1 for r in rows if r.task == task) for task in (0, 1)]
+    assert all(300 <= count < 800 for count in per_task), per_task

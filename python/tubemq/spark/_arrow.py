@@ -4,7 +4,8 @@ A task hands Spark ``pyarrow.RecordBatch`` es rather than one tuple per message,
 spares Spark's per-row conversion. ``record_batch`` builds one from a fetched batch's
 Arrow buffers (``Batch.arrow_columns()``, made in C++), with no Python object per
 message; each value is copied once, from the fetched bytes into the binary column.
-``BatchBuilder`` gathers ``Message`` objects one by one (the barrier helper uses it).
+``BatchBuilder`` gathers ``Message`` objects one by one: the former path, kept as the
+reference the tests and ``bench/spark_source_rate.py`` compare ``record_batch`` with.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 import tubemq
-from tubemq.spark._arrow import SCHEMA_DDL, BatchBuilder
+from tubemq.spark._arrow import SCHEMA_DDL, concat, record_batch
 from tubemq.spark._offsets import query_ranges, resolve
 from tubemq.spark._options import LATEST, source_options
 
@@ -160,17 +160,18 @@ class _Task:
             consumer.close()  # without auto_commit: what was not committed is read again
 
     def _consume(self, consumer: tubemq.Consumer) -> Iterator[pa.RecordBatch]:
-        builder = BatchBuilder()
-        unsettled: dict[str, Any] = {}  # confirm context -> a message of that fetch
+        gathered: list[pa.RecordBatch] = []
+        rows = 0
+        unsettled: list[Any] = []  # fetched batches not committed yet
         started = time.monotonic()
         idle_since: float | None = None  # set once a partition is held
-        oldest: float | None = None  # when the rows in the builder began to gather
+        oldest: float | None = None  # when the rows gathered began to gather
         yielded = 0
         while True:
             now = time.monotonic()
             if self.deadline_s is not None and now - started >= self.deadline_s:
                 break
-            if self.max_messages is not None and yielded + len(builder) >= self.max_messages:
+            if self.max_messages is not None and yielded + rows >= self.max_messages:
                 break
             if idle_since is None and now - started >= self.assignment_timeout_s:
                 _logger.warning("barrier task held no partition for %.0f s", now - started)
@@ -181,35 +182,35 @@ class _Task:
                 and now - idle_since >= self.idle_timeout_s
             ):
                 break
-            # Whole fetched batches only: a commit covers every message of its fetch.
-            messages = consumer.consume(max_messages=1 << 30, timeout=_POLL_TIMEOUT_S)
-            if messages:
-                idle_since = time.monotonic()
-                oldest = oldest or idle_since
-                for message in messages:
-                    builder.add(message, message.batch_offset)
-                    unsettled.setdefault(message.confirm_context, message)
+            # Whole fetched batches: a commit covers every message of its fetch.
+            batch = consumer.poll_batch(timeout=_POLL_TIMEOUT_S)
+            if batch is not None:
+                unsettled.append(batch)
+                if len(batch):
+                    idle_since = time.monotonic()
+                    oldest = oldest or idle_since
+                    gathered.append(record_batch(batch))
+                    rows += len(batch)
             elif idle_since is None and consumer.assignment():
                 idle_since = time.monotonic()
             due = oldest is not None and time.monotonic() - oldest >= self.linger_s
-            if len(builder) and (len(builder) >= self.batch_rows or not messages or due):
-                count = len(builder)
-                yield builder.take()
-                # Spark took the batch: its fetches count as consumed.
+            if rows and (rows >= self.batch_rows or batch is None or due):
+                yield concat(gathered)
+                # Spark took the rows: their fetches count as consumed.
                 self._commit(consumer, unsettled)
-                yielded += count
-                oldest = None
-        if len(builder):
-            yield builder.take()
-            self._commit(consumer, unsettled)
+                yielded += rows
+                gathered, rows, oldest = [], 0, None
+        if gathered:
+            yield concat(gathered)
+        self._commit(consumer, unsettled)
 
     @staticmethod
-    def _commit(consumer: tubemq.Consumer, unsettled: dict[str, Any]) -> None:
-        for message in unsettled.values():
+    def _commit(consumer: tubemq.Consumer, unsettled: list[Any]) -> None:
+        for batch in unsettled:
             try:
-                consumer.commit(message)
+                consumer.commit(batch)
             except tubemq.TubeMQError as error:
                 # The partition moved to another member (or the commit was lost): its
                 # new holder reads the batch again. At least once, not a task failure.
-                _logger.warning("commit of %s failed: %s", message.confirm_context, error)
+                _logger.warning("commit of %s failed: %s", batch.confirm_context, error)
         unsettled.clear()
