@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 import tubemq
+from tubemq.spark import _clients
 from tubemq.spark._arrow import SCHEMA_DDL, concat, record_batch
 from tubemq.spark._offsets import query_ranges, resolve
 from tubemq.spark._options import LATEST, source_options
@@ -76,7 +77,9 @@ def consume_in_barrier(
     ``{partition key: offset or "earliest"/"latest"}``; keys left out start at the
     latest) against what the brokers hold now, and picks a new ``session_key`` (and a
     new ``group`` unless given). Every attempt of the returned function joins that
-    session, so a retried stage resumes from the group's commits.
+    session: a task that joins while other members are in the group resumes at the
+    group's commits, but once all members left the master starts the session over from
+    the starting offsets, so a retried stage may read everything again (README).
 
     Each task (one per partition of the DataFrame ``fn`` is applied to; its rows are
     ignored) stops after the first of: ``max_messages`` messages yielded (checked after
@@ -102,7 +105,10 @@ def consume_in_barrier(
     options = source_options(
         {"master": master, "topic": ",".join(topics), "startingOffsets": text}, streaming=True
     )
-    starts = resolve(options.starting, query_ranges(options), "starting_offsets")
+    try:
+        starts = resolve(options.starting, query_ranges(options), "starting_offsets")
+    finally:  # the driver's offset query client is not needed again
+        _clients.close_for("assigned", options.consumer_config(options.planner_group()))
     if not starts:
         raise tubemq.ConfigError(f"no readable partitions in {topics}", key="topics")
     task = _Task(
