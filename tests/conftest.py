@@ -19,7 +19,8 @@ import pytest
 from tubemq.cluster import LocalCluster
 
 # Every topic the suite uses, created once per session.
-SPARK_TOPICS = [f"spark_{letter}" for letter in "abcdef"]  # tests/spark
+# tests/spark; spark_grow gains a partition each time its test runs.
+SPARK_TOPICS = [f"spark_{letter}" for letter in "abcdef"] + ["spark_grow"]
 # Pacing and flow-control tests time fetches, so each has a topic nobody else writes to.
 FLOW_TOPICS = [f"flow_{letter}" for letter in "abcd"]
 TOPIC_POOL = [f"pool_topic_{index}" for index in range(8)] + SPARK_TOPICS + FLOW_TOPICS

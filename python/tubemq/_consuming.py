@@ -92,6 +92,29 @@ class ConsumerBase:
             self._pending.reverse()
         return self._pending.pop()
 
+    def poll_batch(self, timeout: float = 1.0) -> _core.Batch | None:
+        """The next fetched batch whole, or None if none arrived within ``timeout``.
+
+        A ``Batch`` has ``topic``, ``partition_key``, ``offset`` (where it starts),
+        ``messages()`` and ``arrow_columns()`` (its messages as Arrow buffers, for
+        ``tubemq.spark``); ``commit(batch)`` / ``nack(batch)`` settle it (with
+        ``auto_commit``, the next poll commits it). Not while ``poll()`` is still handing
+        out the messages of an earlier batch."""
+        native = self._live()
+        if self._pending:
+            raise ConfigError(
+                "poll_batch() while poll() has messages of a batch left to hand out",
+                key="poll_batch",
+            )
+        if self._auto_commit:
+            self._commit_outstanding(native)
+        batch = native.poll(timeout)
+        self._after_fetch(native)
+        if batch is None:
+            return None
+        self._outstanding[batch.confirm_context] = batch
+        return batch
+
     def consume(self, max_messages: int = 100, timeout: float = 1.0) -> list[Message]:
         """Up to ``max_messages`` messages; returns early, possibly empty, after ``timeout``."""
         messages: list[Message] = []
@@ -109,11 +132,12 @@ class ConsumerBase:
             if message is not None:
                 yield message
 
-    def commit(self, message: Message) -> None:
-        """Commits the batch ``message`` came in (all its messages count as consumed)."""
+    def commit(self, message: Message | _core.Batch) -> None:
+        """Commits the batch ``message`` came in, or a batch from ``poll_batch()`` (all
+        its messages count as consumed)."""
         self._confirm(message, consumed=True)
 
-    def nack(self, message: Message) -> None:
+    def nack(self, message: Message | _core.Batch) -> None:
         """Rolls back the batch ``message`` came in: it will be delivered again."""
         self._confirm(message, consumed=False)
 
@@ -234,7 +258,7 @@ class ConsumerBase:
         if unknown:
             raise ConfigError(f"not held by this consumer: {unknown}", key="partition_keys")
 
-    def _confirm(self, message: Message, consumed: bool) -> None:
+    def _confirm(self, message: Message | _core.Batch, consumed: bool) -> None:
         native = self._live()
         context = message.confirm_context
         if context in self._outstanding:

@@ -119,6 +119,8 @@ def test_plan_reads_only_ranges_with_data_and_splits_on_entry_boundaries():
     assert sum(r.messages for r in split) == 10
     # New partitions (no start) are read from their first offset.
     assert plan({}, {"1:b:0": 84}, "g", 1)[0].start == 0
+    # A partition that went back below its start (re-created) is read from its beginning.
+    assert [(r.start, r.end) for r in plan({"1:a:0": 560}, {"1:a:0": 84}, "g", 1)] == [(0, 84)]
     # One message cannot be split.
     assert len(plan({"1:a:0": 0}, {"1:a:0": 28}, "g", 4)) == 1
 

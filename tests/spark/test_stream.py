@@ -151,3 +151,48 @@ def test_a_killed_query_restarts_from_its_checkpoint_exactly_once(
     assert len(values) == len(sent)  # nothing twice
     assert set(values) == sent  # nothing lost
     assert len({r.message_id for r in rows}) == len(rows)
+
+
+def test_a_running_query_reads_a_partition_added_to_its_topic(
+    spark, master, cluster, spark_topics, tmp_path
+):
+    topic, mark = spark_topics[6], f"grow-{uuid.uuid4().hex[:8]}"
+    before = cluster.partition_count(topic)
+    assert before >= 1
+    name = f"grow_{uuid.uuid4().hex[:8]}"
+    query = (
+        stream(spark, master, topic)  # startingOffsets: latest, of the partitions there now
+        .select("value", "partition")
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while query.lastProgress is None:
+            assert time.monotonic() < deadline and query.exception() is None
+            time.sleep(0.5)
+        cluster.grow_topic(topic, before + 1)  # the master takes ~40 s
+        added = f"1:{topic}:{before}"
+        sent: dict[bytes, str] = {}
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            deadline = time.monotonic() + 30
+            while added not in sent.values():  # until the producer knows the new one
+                assert time.monotonic() < deadline, "no message went to the new partition"
+                for index in range(len(sent), len(sent) + 50):
+                    value = f"{mark}-{index}".encode()
+                    sent[value] = producer.send(topic, value).partition_key
+        got: dict[bytes, str] = {}
+        deadline = time.monotonic() + 60
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            assert query.exception() is None
+            time.sleep(1)
+            rows = spark.sql(f"SELECT value, partition FROM {name}").collect()
+            got = {bytes(r.value): r.partition for r in rows if bytes(r.value) in sent}
+        assert got == sent  # every message, with its partition, the new one's too
+        assert len([r for r in rows if bytes(r.value) in sent]) == len(sent)  # each once
+    finally:
+        query.stop()

@@ -140,6 +140,30 @@ class LocalCluster:
         self._deploy_topics(missing, partitions)
         self._wait_topics_usable(missing, partitions)
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions the broker runs for ``topic`` now (0 if none)."""
+        answer = self.admin().query("admin_query_topic_info", topicName=topic)
+        for item in answer.get("data") or []:
+            if item.get("topicName") == topic:
+                return int(item.get("totalRunNumPartCount") or 0)
+        return 0
+
+    def grow_topic(self, topic: str, partitions: int) -> None:
+        """Raises ``topic``'s partition count (in its one store) to ``partitions`` and waits
+        until the broker serves them all; the master takes ~40 s to publish the change."""
+        if not 1 <= partitions <= 100:
+            raise ClusterError(f"partitions must be within 1..100, got {partitions}")
+        current = self.partition_count(topic)
+        if partitions < current:
+            raise ClusterError(f"{topic} has {current} partitions; TubeMQ cannot remove any")
+        self.admin().modify(
+            "admin_update_topic_deploy_info",
+            topicName=topic,
+            brokerId=BROKER_ID,
+            numPartitions=partitions,
+        )
+        self._wait_topics_usable([topic], partitions)
+
     def _start_master(self, classpath: list[Path]) -> None:
         log = self.workdir / "master.log"
         pid = process.start_jvm(

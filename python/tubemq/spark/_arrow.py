@@ -1,16 +1,22 @@
-"""The source's rows: their schema, and messages gathered into Arrow record batches.
+"""The source's rows: their schema, and fetched batches as Arrow record batches.
 
 A task hands Spark ``pyarrow.RecordBatch`` es rather than one tuple per message, which
-spares Spark's per-row conversion; each value is copied once, from the fetched buffer
-into the batch's binary column.
+spares Spark's per-row conversion. ``record_batch`` builds one from a fetched batch's
+Arrow buffers (``Batch.arrow_columns()``, made in C++), with no Python object per
+message; each value is copied once, from the fetched bytes into the binary column.
+``BatchBuilder`` gathers ``Message`` objects one by one: the former path, kept as the
+reference the tests and ``bench/spark_source_rate.py`` compare ``record_batch`` with.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The columns, in order, of what spark.read.format("tubemq") returns.
 SCHEMA_DDL = (
@@ -33,6 +39,7 @@ _ARROW_SCHEMA = pa.schema(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def msg_time_micros(msg_time: str | None) -> int | None:
     """``yyyyMMddHHmm`` (the producer's local time, as TubeMQ writes it) as epoch µs."""
     if not msg_time:
@@ -74,3 +81,63 @@ class BatchBuilder:
         ]
         self._columns = [[] for _ in _ARROW_SCHEMA]
         return pa.RecordBatch.from_arrays(arrays, schema=_ARROW_SCHEMA)
+
+
+def _string_array(arrow_type: pa.DataType, column: tuple) -> pa.Array:
+    offsets, data, validity, nulls = column
+    count = len(offsets) // 4 - 1
+    buffers = [None if validity is None else pa.py_buffer(validity)]
+    buffers += [pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(arrow_type, count, buffers, null_count=nulls)
+
+
+def _timestamps(msg_time: pa.Array) -> pa.Array:
+    """``msg_time_micros`` of every entry, computed once per distinct value."""
+    distinct = pc.unique(msg_time)
+    micros = pa.array(
+        [msg_time_micros(text) for text in distinct.to_pylist()], _ARROW_SCHEMA.field(8).type
+    )
+    return micros.take(pc.index_in(msg_time, value_set=distinct))
+
+
+def record_batch(
+    batch: Any, kept: Collection[str] | None = None, skip_ids: Collection[int] | None = None
+) -> pa.RecordBatch:
+    """A fetched ``tubemq._core.Batch`` as rows of the source's schema: only messages of
+    the msgTypes ``kept`` (all when None), without the message ids in ``skip_ids``."""
+    count, values, ids, types, times, (attr_offsets, keys, items) = batch.arrow_columns()
+    msg_type = _string_array(pa.string(), types)
+    msg_time = _string_array(pa.string(), times)
+    attrs = pa.MapArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), count + 1, [None, pa.py_buffer(attr_offsets)]),
+        _string_array(pa.string(), keys),
+        _string_array(pa.string(), items),
+        type=_ARROW_SCHEMA.field(7).type,
+    )
+    message_id = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(ids)])
+    columns = [
+        _string_array(pa.binary(), values),
+        pa.repeat(pa.scalar(batch.topic, pa.string()), count),
+        pa.repeat(pa.scalar(batch.partition_key, pa.string()), count),
+        pa.repeat(pa.scalar(batch.offset, pa.int64()), count),
+        message_id,
+        msg_type,
+        msg_time,
+        attrs,
+        _timestamps(msg_time),
+    ]
+    rows = pa.RecordBatch.from_arrays(columns, schema=_ARROW_SCHEMA)
+    mask = None
+    if kept is not None:
+        wanted = pa.array(sorted(kept), pa.string())
+        mask = pc.fill_null(pc.is_in(msg_type, value_set=wanted), False)
+    if skip_ids:
+        skipped = pa.array(sorted(skip_ids), pa.int64())
+        outside = pc.invert(pc.is_in(message_id, value_set=skipped))
+        mask = outside if mask is None else pc.and_(mask, outside)
+    return rows if mask is None else rows.filter(mask)
+
+
+def concat(batches: Sequence[pa.RecordBatch]) -> pa.RecordBatch:
+    """One record batch of several (of the source's schema)."""
+    return batches[0] if len(batches) == 1 else pa.concat_batches(list(batches))

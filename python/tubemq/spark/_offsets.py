@@ -153,15 +153,23 @@ def plan(
 ) -> list[ReadRange]:
     """Read ranges for every partition with data between start and end.
 
+    An end below its start (a partition reset under a streaming query, see
+    ``TubeMQStreamReader``) reads the partition from offset 0, which the broker clamps
+    to its first message.
+
     With ``min_partitions`` above the count, the largest ranges are halved (on index
     entry boundaries) until there are enough; the result depends only on the arguments,
     so a re-planned micro-batch reads exactly the same messages.
     """
-    pieces: list[tuple[str, int, int]] = [
-        (key, starts.get(key, 0), end)
-        for key, end in sorted(ends.items())
-        if end > starts.get(key, 0)
-    ]
+    pieces: list[tuple[str, int, int]] = []
+    for key, end in sorted(ends.items()):
+        start = starts.get(key, 0)
+        if end < start:
+            # The partition went back below the start (a streaming query found it
+            # re-created, with failOnDataLoss=false): read what it holds now.
+            start = 0
+        if end > start:
+            pieces.append((key, start, end))
     while len(pieces) < min_partitions:
         widest = max(range(len(pieces)), key=lambda i: pieces[i][2] - pieces[i][1], default=None)
         if widest is None:

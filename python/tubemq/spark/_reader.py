@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from tubemq.errors import PartitionOccupiedError, TimeoutError, TubeMQError
 from tubemq.spark import _clients
-from tubemq.spark._arrow import BatchBuilder
+from tubemq.spark._arrow import concat, record_batch
 from tubemq.spark._offsets import ENTRY, ReadRange
 from tubemq.spark._options import SourceOptions
 
@@ -75,15 +75,16 @@ class _RangeRead:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self._part
-        builder = BatchBuilder()
+        gathered: list[pa.RecordBatch] = []
+        rows = 0
         self._assign(part.start)
         position = part.start
         first = True
         while position < part.end:
-            messages = self._next_batch(position, part.end)
-            if messages is None:
+            batch = self._next_batch(position, part.end)
+            if batch is None:
                 break  # the partition holds nothing more before the end
-            begin = messages[0].batch_offset
+            begin = batch.offset
             if first and begin > part.start and part.start > 0:
                 self._loss(
                     f"{part.key} resumed at offset {begin}, after the planned start "
@@ -92,36 +93,37 @@ class _RangeRead:
             first = False
             if begin >= part.end:
                 break
-            following = self._commit(messages[0])
+            following = self._commit(batch)
+            beyond = None
             if following > part.end:
                 beyond = self._ids_between(part.end, following)
-                messages = [m for m in messages if m.message_id not in beyond]
                 following = part.end
-            for message in messages:
-                if self._kept is None or message.msg_type in self._kept:
-                    builder.add(message, begin)
-            if len(builder) >= BATCH_ROWS:
-                yield builder.take()
+            chunk = record_batch(batch, kept=self._kept, skip_ids=beyond)
+            if chunk.num_rows:
+                gathered.append(chunk)
+                rows += chunk.num_rows
+            if rows >= BATCH_ROWS:
+                yield concat(gathered)
+                gathered, rows = [], 0
             position = max(following, position + ENTRY)
-        if len(builder):
-            yield builder.take()
+        if gathered:
+            yield concat(gathered)
 
-    def _next_batch(self, position: int, end: int) -> list[Any] | None:
-        """The next fetched batch of the partition, whole; None once its position has
-        passed ``end`` without one (the index entries left belong to other partitions)."""
+    def _next_batch(self, position: int, end: int) -> Any | None:
+        """The next fetched batch of the partition; None once its position has passed
+        ``end`` without one (the index entries left belong to other partitions)."""
         consumer, key = self._consumer, self._part.key
         last_progress = time.monotonic()
         while True:
             try:
-                messages = consumer.consume(max_messages=1 << 30, timeout=POLL_TIMEOUT_S)
+                batch = consumer.poll_batch(timeout=POLL_TIMEOUT_S)
             except PartitionOccupiedError:
                 # Another reader of the group holds it (e.g. a killed attempt of this
                 # task whose registration has not expired yet): wait and assign again.
                 self._assign(position)
                 continue
-            messages = [m for m in messages if m.partition_key == key]
-            if messages:
-                return messages
+            if batch is not None and batch.partition_key == key and len(batch):
+                return batch
             reached = consumer.offsets().get(key, {}).get("offset", -1)
             if reached >= end:
                 return None
@@ -135,9 +137,9 @@ class _RangeRead:
                     "(option readTimeoutMs)",
                 )
 
-    def _commit(self, message: Any) -> int:
-        """Commits the batch of ``message`` in the private group; returns where it ends."""
-        self._consumer.commit(message)
+    def _commit(self, batch: Any) -> int:
+        """Commits ``batch`` in the private group; returns where it ends."""
+        self._consumer.commit(batch)
         return int(self._consumer.offsets()[self._part.key]["offset"])
 
     def _ids_between(self, start: int, end: int) -> set[int]:
@@ -146,11 +148,11 @@ class _RangeRead:
         self._assign(start)
         position = start
         while position < end:
-            messages = self._next_batch(position, end)
-            if messages is None or messages[0].batch_offset >= end:
+            batch = self._next_batch(position, end)
+            if batch is None or batch.offset >= end:
                 break
-            ids.update(m.message_id for m in messages)
-            position = max(self._commit(messages[0]), position + ENTRY)
+            ids.update(message.message_id for message in batch.messages())
+            position = max(self._commit(batch), position + ENTRY)
         return ids
 
     def _assign(self, offset: int) -> None:

@@ -34,7 +34,7 @@ from tubemq.spark._offsets import (
     store_of,
 )
 from tubemq.spark._options import SourceOptions
-from tubemq.spark._reader import read_range
+from tubemq.spark._reader import DataLossError, read_range
 
 try:  # PySpark 4.2+: read limits and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (
@@ -90,6 +90,8 @@ class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
             end = dict(highs)
         else:
             end = _advance(base, highs)
+            for key, high in self._reset_partitions(base, highs).items():
+                end[key] = high  # below the start: plan() reads it again from its first message
             max_messages = self._max_messages(read_limit)
             if max_messages is not None:
                 end = cap_messages(base, end, max_messages)
@@ -98,6 +100,33 @@ class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
                 end = dict(base)
         self._position = end
         return end
+
+    def _reset_partitions(
+        self, base: Mapping[str, int], highs: Mapping[str, int]
+    ) -> dict[str, int]:
+        """Partitions whose broker holds less than the query has already read (the
+        topic was re-created, or its store replaced): the messages between their new
+        end and ``base`` are gone. Raises :class:`DataLossError` with
+        ``failOnDataLoss``; otherwise returns them with their new ends, to be read
+        again from their first message."""
+        reset = {key: high for key, high in highs.items() if key in base and high < int(base[key])}
+        if not reset:
+            return {}
+        described = ", ".join(
+            f"{key} ends at {high}, before offset {int(base[key])}"
+            for key, high in sorted(reset.items())
+        )
+        text = (
+            f"tubemq source: {described}, where the query has already read to; the broker "
+            "lost those messages (topic re-created or store replaced)"
+        )
+        if self._options.fail_on_data_loss:
+            raise DataLossError(
+                text + "; set failOnDataLoss=false to read such partitions again from "
+                "their first message"
+            )
+        _logger.warning("%s; reading them again from their first message", text)
+        return reset
 
     def _max_messages(self, read_limit: Any) -> int | None:
         if read_limit is None:  # PySpark < 4.2: the option is all there is

@@ -1,0 +1,142 @@
+"""The tubemq source when things go wrong: a partition another reader of the group holds,
+and a partition that holds less than a query has already read (failOnDataLoss)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+import pytest
+
+import tubemq
+from tubemq.spark._offsets import query_ranges
+from tubemq.spark._options import source_options
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def ends_now(master: str, topic: str) -> dict[str, int]:
+    options = source_options({"master": master, "topic": topic}, streaming=False)
+    return {key: span.high for key, span in query_ranges(options).items()}
+
+
+def produce(master: str, topic: str, mark: str, count: int) -> set[bytes]:
+    values = [f"{mark}-{index}".encode() for index in range(count)]
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        futures = [producer.send_async(topic, value) for value in values]
+        producer.flush(timeout=60)
+    assert all(future.exception() is None for future in futures)
+    return set(values)
+
+
+def read(spark, master: str, topic: str, **options: str):
+    reader = spark.read.format("tubemq").option("master", master).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def marked(rows, mark: str) -> list[bytes]:
+    return [bytes(r.value) for r in rows if bytes(r.value).startswith(mark.encode())]
+
+
+def test_a_task_whose_partition_another_reader_holds_backs_off_and_reads_it(
+    spark, master, spark_topics
+):
+    from pyspark.errors import PySparkException
+
+    topic, mark = spark_topics[1], f"held-{uuid.uuid4().hex[:8]}"
+    start = ends_now(master, topic)
+    sent = produce(master, topic, mark, 200)
+    end = ends_now(master, topic)
+    held = sorted(start)[0]
+    ranges = {"startingOffsets": json.dumps(start), "endingOffsets": json.dumps(end)}
+
+    # Held for longer than the task retries: the task fails, naming the refusal.
+    group = f"held_{uuid.uuid4().hex[:8]}"
+    with tubemq.AssignedConsumer(master=master, group=group, topics=[topic]) as holder:
+        holder.assign({held: None})
+        short = {"group": group, "partitionOccupiedRetryMs": "1000", **ranges}
+        with pytest.raises(PySparkException, match="PartitionOccupiedError"):
+            read(spark, master, topic, **short).count()
+
+    # Held for 4 s (as by a killed attempt of the same task): the task waits and reads.
+    group = f"held_{uuid.uuid4().hex[:8]}"
+    with tubemq.AssignedConsumer(master=master, group=group, topics=[topic]) as holder:
+        holder.assign({held: None})
+        release = threading.Timer(4.0, holder.unassign, args=([held],), kwargs={"commit": False})
+        release.start()
+        began = time.monotonic()
+        try:
+            rows = read(spark, master, topic, group=group, **ranges).collect()
+        finally:
+            release.join()
+        took = time.monotonic() - began
+    values = marked(rows, mark)
+    assert sorted(values) == sorted(sent)  # every message once, the held partition's too
+    assert any(r.partition == held for r in rows if bytes(r.value).startswith(mark.encode()))
+    assert took >= 4.0, took  # it did wait for the holder
+
+
+def _stream(spark, master: str, topic: str, name: str, checkpoint: str, **options: str):
+    reader = spark.readStream.format("tubemq").option("master", master).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return (
+        reader.load()
+        .select("value", "partition")
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
+def test_a_partition_behind_the_queries_offset_fails_or_is_read_again(
+    spark, master, spark_topics, tmp_path
+):
+    from pyspark.errors import StreamingQueryException
+
+    topic, mark = spark_topics[1], f"lost-{uuid.uuid4().hex[:8]}"
+    old = produce(master, topic, f"old-{mark}", 40)
+    start = ends_now(master, topic)
+    sent = produce(master, topic, mark, 200)
+    # A start past what the broker holds stands for a checkpoint written before the topic
+    # was re-created: the messages between the broker's end and it are gone.
+    lost = sorted(start)[1]
+    beyond = {**start, lost: start[lost] + 28 * 1_000_000}
+
+    query = _stream(
+        spark,
+        master,
+        topic,
+        f"lost_{uuid.uuid4().hex[:8]}",
+        str(tmp_path / "fail"),
+        startingOffsets=json.dumps(beyond),
+    )
+    with pytest.raises(StreamingQueryException, match="failOnDataLoss=false") as caught:
+        query.awaitTermination(120)
+    assert lost in str(caught.value) and "DataLossError" in str(caught.value)
+
+    name = f"lost_{uuid.uuid4().hex[:8]}"
+    query = _stream(
+        spark,
+        master,
+        topic,
+        name,
+        str(tmp_path / "go-on"),
+        startingOffsets=json.dumps(beyond),
+        failOnDataLoss="false",
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    rows = spark.sql(f"SELECT value, partition FROM {name}").collect()
+    assert sorted(marked(rows, mark)) == sorted(sent)  # every new message once
+    # The reset partition was read again from its first message: older ones too, and
+    # only from it.
+    again = [r for r in rows if bytes(r.value) in old]
+    assert again and {r.partition for r in again} == {lost}
