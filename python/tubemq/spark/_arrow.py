@@ -83,7 +83,7 @@ class BatchBuilder:
         return pa.RecordBatch.from_arrays(arrays, schema=_ARROW_SCHEMA)
 
 
-def _string_array(arrow_type: pa.DataType, column: tuple) -> pa.Array:
+def _string_array(arrow_type: pa.DataType, column: tuple[Any, ...]) -> pa.Array:
     offsets, data, validity, nulls = column
     count = len(offsets) // 4 - 1
     buffers = [None if validity is None else pa.py_buffer(validity)]

@@ -49,9 +49,9 @@ def _cached(kind: str, config: Mapping[str, Any], create: Callable[[], _Client])
             # Inherited across fork(): the parent's clients are not usable here.
             _clients.clear()
             _owner_pid = os.getpid()
-        client = _clients.get(key)
-        if client is not None and not getattr(client, "closed", False):
-            return client
+        cached: _Client | None = _clients.get(key)
+        if cached is not None and not getattr(cached, "closed", False):
+            return cached
         client = create()
         _clients[key] = client
         return client
@@ -69,7 +69,7 @@ def assigned_consumer(config: Mapping[str, Any]) -> Any:
 
 def _assigned_consumer_class() -> Any:
     try:
-        return tubemq.AssignedConsumer  # type: ignore[attr-defined]
+        return tubemq.AssignedConsumer
     except AttributeError:
         raise ImportError(
             "this tubemq build has no AssignedConsumer (the client-balanced consumer); "

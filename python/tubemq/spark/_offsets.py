@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
@@ -79,7 +80,7 @@ def query_ranges(options: SourceOptions) -> dict[str, PartitionRange]:
         raise
 
 
-def _query(consumer, options: SourceOptions) -> dict[str, PartitionRange]:
+def _query(consumer: Any, options: SourceOptions) -> dict[str, PartitionRange]:
     wanted = set(options.topics)
     metas = [m for m in consumer.partitions(refresh=True) if m.topic in wanted]
     keys = sorted(m.key for m in metas if m.subscribable)

@@ -29,6 +29,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -132,11 +133,18 @@ def consume_in_barrier(
     return task, SCHEMA_DDL
 
 
+@dataclass(frozen=True)
 class _Task:
     """The function Spark pickles to the workers: plain settings, no client."""
 
-    def __init__(self, **settings: Any) -> None:
-        self.__dict__.update(settings)
+    consumer_config: dict[str, Any]
+    starts: dict[str, int]
+    max_messages: int | None
+    idle_timeout_s: float | None
+    deadline_s: float | None
+    assignment_timeout_s: float
+    batch_rows: int
+    linger_s: float
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import BarrierTaskContext

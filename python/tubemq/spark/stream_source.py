@@ -49,14 +49,14 @@ except ImportError:  # pragma: no cover - PySpark 4.0 / 4.1
 _logger = logging.getLogger("tubemq.spark")
 
 
-class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
         self._position: dict[str, int] | None = None  # the end Spark was last given
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow's end
         self._latest: dict[str, int] | None = None  # the brokers' ends, last asked
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         ranges = query_ranges(self._options)
         start = resolve(self._options.starting, ranges, "startingOffsets")
         self._position = dict(start)
@@ -72,7 +72,9 @@ class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = {key: span.high for key, span in query_ranges(self._options).items()}
 
-    def latestOffset(self, start: dict | None = None, read_limit: Any = None) -> dict:
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, read_limit: Any = None
+    ) -> dict[str, Any]:
         base = start if start is not None else self._position
         highs = {key: span.high for key, span in query_ranges(self._options).items()}
         self._latest = dict(highs)
@@ -133,10 +135,10 @@ class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
             return self._options.max_messages_per_trigger
         return getattr(read_limit, "max_rows", None)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         return self._latest
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         if self._position is None:
             self._position = dict(end)
         return plan(start, end, self._options.group, self._options.min_partitions)
@@ -146,7 +148,7 @@ class TubeMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
             return iter(())
         return read_range(partition, self._options)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         pass  # nothing to commit in TubeMQ: the checkpoint is the record
 
     def stop(self) -> None:
