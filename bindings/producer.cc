@@ -251,6 +251,7 @@ void RegisterProducer(py::module_& module) {
         out["sent_ok"] = counters.sent_ok;
         out["sent_failed"] = counters.sent_failed;
         out["retries"] = counters.retries;
+        out["brokers_shielded"] = counters.brokers_shielded;
         return out;
       });
 }
