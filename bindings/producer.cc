@@ -3,6 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <memory>
 #include <future>
 #include <optional>
@@ -26,10 +29,18 @@ class PyProducer {
  public:
   PyProducer(const ClientConfig& config, const ProducerOptions& options)
       : producer_(std::make_unique<Producer>(config, options)),
-        deliveries_(std::make_shared<DeliveryQueue>()) {
+        deliveries_(std::make_shared<DeliveryQueue>()),
+        creator_pid_(::getpid()) {
     Check(producer_->Usable());
   }
   ~PyProducer() {
+    if (::getpid() != creator_pid_) {
+      // A forked child: the parent's delivery thread was waiting on the queue when the
+      // process forked, so destroying its condition variable here would wait forever
+      // for a waiter that does not exist in this process. Leak it (the native
+      // producer abandons its own state the same way).
+      new std::shared_ptr<DeliveryQueue>(std::move(deliveries_));
+    }
     if (Py_IsInitialized() && !InterpreterFinalizing()) {
       py::gil_scoped_release release;
       producer_.reset();
@@ -49,10 +60,7 @@ class PyProducer {
   void Close(std::optional<double> timeout) {
     auto future = producer_->Close();
     Status status = WaitFor(future, timeout, "producer close");
-    {
-      py::gil_scoped_release release;
-      producer_->ReleaseService();
-    }
+    WithoutGil([&] { producer_->ReleaseService(); });
     Check(status);
   }
   // Blocks until the broker has answered; raises on failure.
@@ -60,12 +68,11 @@ class PyProducer {
     AcquireSlot(block, timeout);
     auto promise = std::make_shared<std::promise<std::pair<Status, SendResult>>>();
     auto future = promise->get_future();
-    {
-      py::gil_scoped_release release;
+    WithoutGil([&] {
       producer_->SendAsync(std::move(message), [promise](const Status& status, SendResult&& result) {
         promise->set_value({status, std::move(result)});
       });
-    }
+    });
     auto [status, result] = WaitFor(future, timeout, "send");
     Check(status);
     return result;
@@ -74,20 +81,19 @@ class PyProducer {
   // Queues a send whose outcome arrives through DrainDeliveries() under `token`.
   void SendAsync(OutgoingMessage message, uint64_t token, bool block) {
     AcquireSlot(block, std::nullopt);
-    py::gil_scoped_release release;
-    producer_->SendAsync(std::move(message),
-                         [queue = deliveries_, token](const Status& status, SendResult&& result) {
-                           queue->Push(Delivery{token, status, std::move(result)});
-                         });
+    WithoutGil([&] {
+      producer_->SendAsync(std::move(message),
+                           [queue = deliveries_, token](const Status& status, SendResult&& result) {
+                             queue->Push(Delivery{token, status, std::move(result)});
+                           });
+    });
   }
 
   py::list DrainDeliveries(double wait_s, size_t max) {
-    std::vector<Delivery> items;
-    {
-      py::gil_scoped_release release;
-      items = deliveries_->Drain(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
-                                 max);
-    }
+    std::vector<Delivery> items = WithoutGil([&] {
+      return deliveries_->Drain(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
+                                max);
+    });
     py::list out;
     for (Delivery& item : items) {
       py::object result = item.status.ok() ? py::cast(std::move(item.result)) : py::none();
@@ -107,11 +113,9 @@ class PyProducer {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     for (;;) {
-      bool acquired;
-      {
-        py::gil_scoped_release release;
-        acquired = producer_->AcquireSendSlot(block ? kWaitSlice : std::chrono::milliseconds(0));
-      }
+      const bool acquired = WithoutGil([&] {
+        return producer_->AcquireSendSlot(block ? kWaitSlice : std::chrono::milliseconds(0));
+      });
       if (acquired) return;
       if (!block) {
         ThrowStatus(Status(ErrorCode::kQueueFull,
@@ -129,6 +133,7 @@ class PyProducer {
 
   std::unique_ptr<Producer> producer_;
   std::shared_ptr<DeliveryQueue> deliveries_;
+  pid_t creator_pid_;
 };
 
 OutgoingMessage MakeMessage(std::string topic, const py::buffer& value,

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
+import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
@@ -78,6 +80,11 @@ class Producer:
         )
         self._native: _core.Producer | None = native
         self._deliveries = DeliveryTracker(native)
+        # A producer dropped without close(): its delivery thread (which holds the
+        # native producer) ends once the facade is collected, so the native producer is
+        # destroyed (a brief best-effort close) instead of living on with a thread.
+        # Not at exit: there the registry closes live producers, flushing first.
+        weakref.finalize(self, self._deliveries.stop, 0.0).atexit = False
         try:
             native.start()
         except BaseException:
@@ -182,8 +189,13 @@ class Producer:
         self._native = None
         _lifecycle.untrack(self)
         try:
-            self._deliveries.wait_empty(timeout)
-            native.close(timeout)
+            if timeout is None:
+                self._deliveries.wait_empty(None)
+                native.close(None)
+            else:  # one budget for both steps
+                deadline = time.monotonic() + timeout
+                self._deliveries.wait_empty(timeout)
+                native.close(max(0.05, deadline - time.monotonic()))
         finally:
             self._deliveries.stop()
 
