@@ -21,7 +21,12 @@ from types import TracebackType
 from typing import Any, Union
 
 from tubemq import _core, _lifecycle, _log
-from tubemq._config import PRODUCER_SCHEMA, native_client_config, native_producer_options
+from tubemq._config import (
+    PRODUCER_SCHEMA,
+    check_topic_name,
+    native_client_config,
+    native_producer_options,
+)
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
 from tubemq.errors import ConfigError
 
@@ -31,11 +36,17 @@ MsgTime = Union[str, datetime.datetime, None]
 
 
 def _topic_list(topics: str | Iterable[str]) -> list[str]:
-    items = [topics] if isinstance(topics, str) else list(topics)
-    for topic in items:
-        if not isinstance(topic, str) or not topic.strip():
-            raise ConfigError(f"topic names must be non-blank strings, got {topic!r}", key="topics")
-    return [topic.strip() for topic in items]
+    try:
+        items = [topics] if isinstance(topics, str) else list(topics)
+    except TypeError:
+        raise ConfigError(
+            f"topics must be a name or a list of names, got {type(topics).__name__}",
+            key="topics",
+        ) from None
+    try:
+        return [check_topic_name(topic) for topic in items]
+    except ValueError as error:
+        raise ConfigError(str(error), key="topics") from None
 
 
 def _attributes(attrs: Mapping[str, str] | None) -> list[tuple[str, str]]:
