@@ -11,6 +11,7 @@ running); otherwise the session starts one in a temporary directory and stops it
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -76,6 +77,13 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         timeout=180,
     )
     return classes, f"{classes}{os.pathsep}{classpath}"
+
+
+@pytest.fixture(scope="session")
+def java_main(java_classes):
+    """``java_main(main, *args, timeout=...)`` runs a class of tests/java. A fixture,
+    because ``from conftest import`` finds whichever conftest.py pytest imported last."""
+    return functools.partial(run_java, java_classes)
 
 
 def run_java(java_classes: tuple[Path, str], main: str, *args: str, timeout: float):
