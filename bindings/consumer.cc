@@ -73,11 +73,7 @@ class PyConsumer {
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       const auto slice = std::max(std::chrono::milliseconds(0), std::min(left, kWaitSlice));
       auto batch = std::make_shared<ReceivedBatch>();
-      Status status;
-      {
-        py::gil_scoped_release release;
-        status = consumer_->Poll(slice, *batch);
-      }
+      const Status status = WithoutGil([&] { return consumer_->Poll(slice, *batch); });
       if (status.ok()) return std::shared_ptr<const ReceivedBatch>(std::move(batch));
       if (!NothingNow(status.code())) ThrowStatus(status);
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -88,49 +84,30 @@ class PyConsumer {
   // Client-balanced mode: each call blocks for at most a few RPC timeouts.
   std::vector<PartitionStatus> QueryPartitions(bool refresh) {
     std::vector<PartitionStatus> out;
-    Status status;
-    {
-      py::gil_scoped_release release;
-      status = consumer_->QueryPartitions(refresh, out);
-    }
+    const Status status = WithoutGil([&] { return consumer_->QueryPartitions(refresh, out); });
     Check(status);
     return out;
   }
 
   void Assign(const std::string& key, int64_t offset) {
-    Status status;
-    {
-      py::gil_scoped_release release;
-      status = consumer_->Assign(key, offset);
-    }
+    const Status status = WithoutGil([&] { return consumer_->Assign(key, offset); });
     Check(status);
   }
 
   void Unassign(const std::string& key, bool commit) {
-    Status status;
-    {
-      py::gil_scoped_release release;
-      status = consumer_->Unassign(key, commit);
-    }
+    const Status status = WithoutGil([&] { return consumer_->Unassign(key, commit); });
     Check(status);
   }
 
   void Confirm(const std::string& context, bool consumed) {
-    Status status;
-    {
-      py::gil_scoped_release release;
-      status = consumer_->Confirm(context, consumed);
-    }
+    const Status status = WithoutGil([&] { return consumer_->Confirm(context, consumed); });
     Check(status);
   }
 
   void Close(std::optional<double> timeout) {
     auto future = consumer_->Close();
     Status status = WaitFor(future, timeout, "consumer close");
-    {
-      py::gil_scoped_release release;
-      consumer_->ReleaseService();
-    }
+    WithoutGil([&] { consumer_->ReleaseService(); });
     Check(status);
   }
 

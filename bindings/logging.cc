@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "tubemq/logging.h"
+#include "wait.h"
 
 namespace py = pybind11;
 
@@ -12,12 +13,10 @@ void RegisterLogging(py::module_& module) {
   module.def(
       "drain_log_records",
       [](double wait_s, size_t max_records) {
-        std::vector<LogRecord> records;
-        {
-          py::gil_scoped_release release;
-          records = DrainLogRecords(
-              std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)), max_records);
-        }
+        std::vector<LogRecord> records = WithoutGil([&] {
+          return DrainLogRecords(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
+                                 max_records);
+        });
         // Python objects are built only here, with the GIL held and no native lock.
         py::list out;
         for (const LogRecord& record : records) {
@@ -40,8 +39,7 @@ void RegisterLogging(py::module_& module) {
   module.def("dropped_log_records", &DroppedLogRecords,
              "How many records were discarded because nobody drained the queue in time.");
   module.def("wake_log_drainers", [] {
-    py::gil_scoped_release release;
-    WakeLogDrainers();
+    WithoutGil([] { WakeLogDrainers(); });
   });
 }
 

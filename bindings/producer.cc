@@ -3,6 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <memory>
 #include <future>
 #include <optional>
@@ -26,10 +29,18 @@ class PyProducer {
  public:
   PyProducer(const ClientConfig& config, const ProducerOptions& options)
       : producer_(std::make_unique<Producer>(config, options)),
-        deliveries_(std::make_shared<DeliveryQueue>()) {
+        deliveries_(std::make_shared<DeliveryQueue>()),
+        creator_pid_(::getpid()) {
     Check(producer_->Usable());
   }
   ~PyProducer() {
+    if (::getpid() != creator_pid_) {
+      // A forked child: the parent's delivery thread was waiting on the queue when the
+      // process forked, so destroying its condition variable here would wait forever
+      // for a waiter that does not exist in this process. Leak it (the native
+      // producer abandons its own state the same way).
+      new std::shared_ptr<DeliveryQueue>(std::move(deliveries_));
+    }
     if (Py_IsInitialized() && !InterpreterFinalizing()) {
       py::gil_scoped_release release;
       producer_.reset();
@@ -49,10 +60,7 @@ class PyProducer {
   void Close(std::optional<double> timeout) {
     auto future = producer_->Close();
     Status status = WaitFor(future, timeout, "producer close");
-    {
-      py::gil_scoped_release release;
-      producer_->ReleaseService();
-    }
+    WithoutGil([&] { producer_->ReleaseService(); });
     Check(status);
   }
   // Blocks until the broker has answered; raises on failure.
@@ -60,12 +68,11 @@ class PyProducer {
     AcquireSlot(block, timeout);
     auto promise = std::make_shared<std::promise<std::pair<Status, SendResult>>>();
     auto future = promise->get_future();
-    {
-      py::gil_scoped_release release;
+    WithoutGil([&] {
       producer_->SendAsync(std::move(message), [promise](const Status& status, SendResult&& result) {
         promise->set_value({status, std::move(result)});
       });
-    }
+    });
     auto [status, result] = WaitFor(future, timeout, "send");
     Check(status);
     return result;
@@ -73,25 +80,32 @@ class PyProducer {
 
   // Queues a send whose outcome arrives through DrainDeliveries() under `token`.
   //
-  // The GIL stays held: SendAsync() only routes the message and hands it to an I/O
-  // thread (short native locks that no thread holds while waiting for the GIL), and
-  // releasing the GIL per message let the delivery thread take it, so every send then
-  // waited out a GIL handoff (the biggest cost of send_async() in the profile).
+  // Taking a place in the window and handing the message to the core both take native
+  // locks, so they run with the GIL released (the threading rule) — in one release, not
+  // two: each GIL handoff per message was the biggest cost of send_async() in the
+  // profile. Only a full window falls back to the sliced, interruptible wait.
   void SendAsync(OutgoingMessage message, uint64_t token, bool block) {
+    auto hand_off = [&] {
+      producer_->SendAsync(std::move(message),
+                           [queue = deliveries_, token](const Status& status, SendResult&& result) {
+                             queue->Push(Delivery{token, status, std::move(result)});
+                           });
+    };
+    const bool sent = WithoutGil([&] {
+      if (!producer_->AcquireSendSlot(std::chrono::milliseconds(0))) return false;
+      hand_off();
+      return true;
+    });
+    if (sent) return;
     AcquireSlot(block, std::nullopt);
-    producer_->SendAsync(std::move(message),
-                         [queue = deliveries_, token](const Status& status, SendResult&& result) {
-                           queue->Push(Delivery{token, status, std::move(result)});
-                         });
+    WithoutGil(hand_off);
   }
 
   py::list DrainDeliveries(double wait_s, size_t max) {
-    std::vector<Delivery> items;
-    {
-      py::gil_scoped_release release;
-      items = deliveries_->Drain(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
-                                 max);
-    }
+    std::vector<Delivery> items = WithoutGil([&] {
+      return deliveries_->Drain(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
+                                max);
+    });
     py::list out;
     for (Delivery& item : items) {
       py::object result = item.status.ok() ? py::cast(std::move(item.result)) : py::none();
@@ -109,16 +123,11 @@ class PyProducer {
   // slices) or, when the caller must not block, fail with QueueFullError at once.
   void AcquireSlot(bool block, std::optional<double> timeout) {
     using Clock = std::chrono::steady_clock;
-    // A free place is the common case: take it without a GIL round trip (the
-    // window's mutex is only ever held briefly, never while waiting for the GIL).
-    if (producer_->AcquireSendSlot(std::chrono::milliseconds(0))) return;
     const auto start = Clock::now();
     for (;;) {
-      bool acquired;
-      {
-        py::gil_scoped_release release;
-        acquired = producer_->AcquireSendSlot(block ? kWaitSlice : std::chrono::milliseconds(0));
-      }
+      const bool acquired = WithoutGil([&] {
+        return producer_->AcquireSendSlot(block ? kWaitSlice : std::chrono::milliseconds(0));
+      });
       if (acquired) return;
       if (!block) {
         ThrowStatus(Status(ErrorCode::kQueueFull,
@@ -136,6 +145,7 @@ class PyProducer {
 
   std::unique_ptr<Producer> producer_;
   std::shared_ptr<DeliveryQueue> deliveries_;
+  pid_t creator_pid_;
 };
 
 OutgoingMessage MakeMessage(std::string topic, const py::buffer& value,
@@ -258,6 +268,7 @@ void RegisterProducer(py::module_& module) {
         out["sent_ok"] = counters.sent_ok;
         out["sent_failed"] = counters.sent_failed;
         out["retries"] = counters.retries;
+        out["brokers_shielded"] = counters.brokers_shielded;
         return out;
       });
 }

@@ -6,8 +6,11 @@
 #include <pybind11/pybind11.h>
 
 #include <chrono>
+#include <exception>
 #include <future>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "errors.h"
 #include "tubemq/status.h"
@@ -24,6 +27,38 @@ inline bool InterpreterFinalizing() {
 #else
   return _Py_IsFinalizing();
 #endif
+}
+
+// Runs `work` with the GIL released and takes the GIL back outside any destructor.
+// A daemon thread that takes the GIL back while the interpreter finalizes is ended by
+// pthread_exit(), a forced unwind; unwinding through a noexcept frame such as the
+// destructor of py::gil_scoped_release calls std::terminate ("terminate called without
+// an active exception" at exit, with a daemon thread inside a native wait). Here the
+// unwind passes ordinary frames only, and pybind11 lets it through.
+template <typename Work>
+auto WithoutGil(Work&& work) -> decltype(work()) {
+  using Result = decltype(work());
+  std::exception_ptr failure;
+  PyThreadState* const state = PyEval_SaveThread();
+  if constexpr (std::is_void_v<Result>) {
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (failure) std::rethrow_exception(failure);
+  } else {
+    std::optional<Result> result;
+    try {
+      result.emplace(work());
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (failure) std::rethrow_exception(failure);
+    return std::move(*result);
+  }
 }
 
 // Waits for `future`; `timeout_s` of None waits for as long as it takes. Raises the
@@ -44,11 +79,7 @@ T WaitFor(std::future<T>& future, std::optional<double> timeout_s, const char* w
           std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
       slice = std::max(std::chrono::milliseconds(0), std::min(slice, left));
     }
-    std::future_status state;
-    {
-      pybind11::gil_scoped_release release;
-      state = future.wait_for(slice);
-    }
+    const std::future_status state = WithoutGil([&] { return future.wait_for(slice); });
     if (state == std::future_status::ready) return future.get();
     if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
     if (deadline && Clock::now() >= *deadline) {

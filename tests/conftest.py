@@ -11,6 +11,7 @@ running); otherwise the session starts one in a temporary directory and stops it
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -81,6 +82,13 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return classes, f"{classes}{os.pathsep}{classpath}"
 
 
+@pytest.fixture(scope="session")
+def java_main(java_classes):
+    """``java_main(main, *args, timeout=...)`` runs a class of tests/java. A fixture,
+    because ``from conftest import`` finds whichever conftest.py pytest imported last."""
+    return functools.partial(run_java, java_classes)
+
+
 def run_java(java_classes: tuple[Path, str], main: str, *args: str, timeout: float):
     import subprocess
 
@@ -90,16 +98,6 @@ def run_java(java_classes: tuple[Path, str], main: str, *args: str, timeout: flo
         text=True,
         timeout=timeout,
     )
-
-
-@pytest.fixture(scope="session")
-def java_runner(java_classes):
-    """``run(main_class, *args, timeout=...)``: runs one of the tests/java programs."""
-
-    def run(main: str, *args: str, timeout: float):
-        return run_java(java_classes, main, *args, timeout=timeout)
-
-    return run
 
 
 @pytest.fixture(scope="session")

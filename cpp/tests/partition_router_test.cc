@@ -88,5 +88,17 @@ TEST(BrokerShield, UnreachableBackoffDoublesAndSuccessClearsIt) {
   EXPECT_FALSE(shield.Shielded(1, now));
 }
 
+TEST(BrokerShield, CountsOnlyBrokersShieldedNow) {
+  BrokerShield shield;
+  const auto now = BrokerShield::Clock::now();
+  EXPECT_EQ(shield.CountShielded(now), 0u);
+  shield.OnUnreachable(1, now);
+  shield.OnUnavailable(2, now);
+  EXPECT_EQ(shield.CountShielded(now), 2u);
+  EXPECT_EQ(shield.CountShielded(now + std::chrono::seconds(11)), 1u);  // 1's 10 s are over
+  shield.OnSuccess(2);
+  EXPECT_EQ(shield.CountShielded(now), 1u);
+}
+
 }  // namespace
 }  // namespace tubemq::producer

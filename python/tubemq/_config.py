@@ -9,6 +9,7 @@ generated from. Durations are integer milliseconds with an ``_ms`` suffix.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -243,6 +244,47 @@ def native_producer_options(values: Mapping[str, Any]) -> _core.ProducerOptions:
     return options
 
 
+# Name rules (behaviour.md §0.1), checked here before anything is sent: the master's RPC
+# path checks little, and a separator inside a name would corrupt the strings the
+# protocol builds from names ("topic#item,item", "brokerId:topic:partition").
+_TOPIC_NAME = re.compile(r"[a-zA-Z]\w+", re.ASCII)
+_GROUP_NAME = re.compile(r"[a-zA-Z][\w-]+", re.ASCII)
+MAX_TOPIC_NAME = 64
+MAX_GROUP_NAME = 1024
+MAX_FILTER_ITEM = 256
+MAX_FILTER_ITEMS = 500
+MAX_SESSION_KEY = 1024
+_FILTER_RESERVED = set(",#:= \t\r\n")
+
+
+def check_topic_name(topic: Any) -> str:
+    """The topic name, stripped; ValueError unless it follows the master's rule."""
+    if not isinstance(topic, str) or not topic.strip():
+        raise ValueError(f"topic names must be non-blank strings, got {topic!r}")
+    name = topic.strip()
+    if len(name) > MAX_TOPIC_NAME or not _TOPIC_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid topic name {name!r}: 2-{MAX_TOPIC_NAME} ASCII letters, digits and '_', "
+            "starting with a letter"
+        )
+    return name
+
+
+def _check_group(value: str) -> str:
+    if len(value) > MAX_GROUP_NAME or not _GROUP_NAME.fullmatch(value):
+        raise ValueError(
+            f"invalid group name {value!r}: 2-{MAX_GROUP_NAME} ASCII letters, digits, '_' "
+            "and '-', starting with a letter"
+        )
+    return value
+
+
+def _check_session_key(value: str) -> str:
+    if len(value) > MAX_SESSION_KEY or "," in value:
+        raise ValueError(f"at most {MAX_SESSION_KEY} characters and no ','")
+    return value
+
+
 def _normalize_topics(value: Any) -> dict[str, list[str]]:
     """A list of topics, or a dict of topic to msgType filter items (None: no filter)."""
     if isinstance(value, str):
@@ -250,13 +292,20 @@ def _normalize_topics(value: Any) -> dict[str, list[str]]:
     items = value.items() if isinstance(value, Mapping) else ((topic, None) for topic in value)
     topics: dict[str, list[str]] = {}
     for topic, filters in items:
-        if not isinstance(topic, str) or not topic.strip():
-            raise ValueError(f"topic names must be non-blank strings, got {topic!r}")
+        name = check_topic_name(topic)
         if filters is None:
             filters = []
         if isinstance(filters, str) or not all(isinstance(f, str) and f for f in filters):
-            raise ValueError(f"the filters of '{topic}' must be a list of non-blank strings")
-        topics[topic.strip()] = sorted(set(filters))
+            raise ValueError(f"the filters of '{name}' must be a list of non-blank strings")
+        if len(set(filters)) > MAX_FILTER_ITEMS:
+            raise ValueError(f"'{name}' has more than {MAX_FILTER_ITEMS} filter items")
+        for item in filters:
+            if len(item) > MAX_FILTER_ITEM or _FILTER_RESERVED.intersection(item):
+                raise ValueError(
+                    f"filter item {item[:40]!r} of '{name}': at most {MAX_FILTER_ITEM} "
+                    "characters, none of ',#:=' or blanks"
+                )
+        topics[name] = sorted(set(filters))
     if not topics:
         raise ValueError("at least one topic is needed")
     return topics
@@ -275,6 +324,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         None,
         "The consumer group; members share the topics' partitions.",
         required=True,
+        convert=_check_group,
     ),
     Key(
         "topics",
@@ -346,6 +396,7 @@ BOUND_CONSUME_KEYS: tuple[Key, ...] = (
         "",
         "Bound consume: a key shared by all members of this consumption session; a new "
         "key starts a new session (from bound_offsets) once the old one's members left.",
+        convert=_check_session_key,
     ),
     Key(
         "bound_offsets",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import time
 import weakref
 from typing import Protocol, TypeVar
 
@@ -24,8 +25,10 @@ class _Closable(Protocol):
 # Weak, so that registering a client never keeps it alive.
 _live: weakref.WeakSet[_Closable] = weakref.WeakSet()
 
-# Bound on how long interpreter exit may wait for each client still open.
-EXIT_CLOSE_TIMEOUT_S = 2.0
+# Bound on how long interpreter exit may wait for all clients still open together
+# (sends in flight get that long to be answered), so that a program that forgot to
+# close its clients still exits within 2 s.
+EXIT_CLOSE_BUDGET_S = 1.5
 
 
 def usable(native: _Native | None, pid: int, kind: str) -> _Native:
@@ -50,9 +53,10 @@ def untrack(client: _Closable) -> None:
 
 
 def _close_all_at_exit() -> None:
+    deadline = time.monotonic() + EXIT_CLOSE_BUDGET_S
     for client in list(_live):
         try:
-            client.close(timeout=EXIT_CLOSE_TIMEOUT_S)
+            client.close(timeout=max(0.05, deadline - time.monotonic()))
         except Exception:
             pass
     _log.stop_log_dispatcher()

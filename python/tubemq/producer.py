@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
+import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Union
 
 from tubemq import _core, _lifecycle, _log
-from tubemq._config import PRODUCER_SCHEMA, native_client_config, native_producer_options
+from tubemq._config import (
+    PRODUCER_SCHEMA,
+    check_topic_name,
+    native_client_config,
+    native_producer_options,
+)
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
 from tubemq._stats import StatsCallback, StatsReporter
 from tubemq.errors import ConfigError
@@ -30,11 +37,17 @@ MsgTime = Union[str, datetime.datetime, None]
 
 
 def _topic_list(topics: str | Iterable[str]) -> list[str]:
-    items = [topics] if isinstance(topics, str) else list(topics)
-    for topic in items:
-        if not isinstance(topic, str) or not topic.strip():
-            raise ConfigError(f"topic names must be non-blank strings, got {topic!r}", key="topics")
-    return [topic.strip() for topic in items]
+    try:
+        items = [topics] if isinstance(topics, str) else list(topics)
+    except TypeError:
+        raise ConfigError(
+            f"topics must be a name or a list of names, got {type(topics).__name__}",
+            key="topics",
+        ) from None
+    try:
+        return [check_topic_name(topic) for topic in items]
+    except ValueError as error:
+        raise ConfigError(str(error), key="topics") from None
 
 
 def _attributes(attrs: Mapping[str, str] | None) -> list[tuple[str, str]]:
@@ -87,6 +100,11 @@ class Producer:
         )
         self._native: _core.Producer | None = native
         self._deliveries = DeliveryTracker(native)
+        # A producer dropped without close(): its delivery thread (which holds the
+        # native producer) ends once the facade is collected, so the native producer is
+        # destroyed (a brief best-effort close) instead of living on with a thread.
+        # Not at exit: there the registry closes live producers, flushing first.
+        weakref.finalize(self, self._deliveries.stop, 0.0).atexit = False
         try:
             native.start()
         except BaseException:
@@ -195,8 +213,13 @@ class Producer:
         self._native = None
         _lifecycle.untrack(self)
         try:
-            self._deliveries.wait_empty(timeout)
-            native.close(timeout)
+            if timeout is None:
+                self._deliveries.wait_empty(None)
+                native.close(None)
+            else:  # one budget for both steps
+                deadline = time.monotonic() + timeout
+                self._deliveries.wait_empty(timeout)
+                native.close(max(0.05, deadline - time.monotonic()))
         finally:
             self._deliveries.stop()
 

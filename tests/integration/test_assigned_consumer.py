@@ -237,9 +237,7 @@ def test_two_processes_split_a_topic_and_read_every_message_once(master, topics)
 
 
 @pytest.mark.slow
-def test_a_java_member_and_a_python_member_share_a_group_without_overlap(
-    master, topics, java_runner
-):
+def test_a_java_member_and_a_python_member_share_a_group_without_overlap(master, topics, java_main):
     """The official Java client-balanced consumer as node 1 and ours as node 0 of one
     group: they agree on who takes which partition and read every message once."""
     topic, group, marker = topics[1], _group(), f"javamix_{uuid.uuid4().hex[:8]}"
@@ -254,7 +252,7 @@ def test_a_java_member_and_a_python_member_share_a_group_without_overlap(
     ) as ours:
         mine = ours.my_partitions()
         ours.assign(mine)
-        java = java_runner(
+        java = java_main(
             "ReferenceBalanceConsumer",
             master,
             topic,

@@ -227,11 +227,11 @@ def test_we_read_what_the_java_client_produces(master, topics, reference_produce
 
 def test_bad_consumer_config_is_refused_by_name(master):
     with pytest.raises(tubemq.ConfigError, match="consume_from"):
-        tubemq.Consumer(master=master, group="g", topics=["t"], consume_from="newest")
+        tubemq.Consumer(master=master, group="g_cfg", topics=["t_cfg"], consume_from="newest")
     with pytest.raises(tubemq.ConfigError, match="needs 'group'"):
-        tubemq.Consumer(master=master, topics=["t"])
-    with pytest.raises(tubemq.ConfigError, match="filters of 't'"):
-        tubemq.Consumer(master=master, group="g", topics={"t": "A"})
+        tubemq.Consumer(master=master, topics=["t_cfg"])
+    with pytest.raises(tubemq.ConfigError, match="filters of 't_cfg'"):
+        tubemq.Consumer(master=master, group="g_cfg", topics={"t_cfg": "A"})
 
 
 def test_members_with_different_topic_sets_are_refused_at_once(master, topics):

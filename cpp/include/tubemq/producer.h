@@ -91,6 +91,7 @@ class Producer {
     uint64_t sent_ok = 0;
     uint64_t sent_failed = 0;
     uint64_t retries = 0;
+    uint64_t brokers_shielded = 0;  // brokers sends avoid right now (a gauge)
   };
   Counters counters() const;
 

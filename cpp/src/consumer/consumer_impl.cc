@@ -168,10 +168,21 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
       });
 }
 
+bool Consumer::Impl::Closing() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == State::kClosing || state_ == State::kClosed;
+}
+
 void Consumer::Impl::AfterRegisterAttempt(const Status& result, int attempts_left, Done done) {
   const bool fatal = !result.ok() && FatalRegisterCode(result.code_value());
   if (result.ok() || fatal || attempts_left <= 1) {
     done(result);
+    return;
+  }
+  // Closed while registering (e.g. start interrupted by Ctrl-C): no retry. A pending
+  // retry timer would also hold the I/O service busy and delay its stop.
+  if (Closing()) {
+    done(Status(ErrorCode::kClientShutdown, "the consumer was closed while registering"));
     return;
   }
   TUBEMQ_LOG_WARN("consumer registration failed (" << result.message() << "); retrying");
@@ -179,6 +190,10 @@ void Consumer::Impl::AfterRegisterAttempt(const Status& result, int attempts_lef
       engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms));
   timer->async_wait(
       [self = shared_from_this(), timer, attempts_left, done](const asio::error_code&) {
+        if (self->Closing()) {
+          done(Status(ErrorCode::kClientShutdown, "the consumer was closed while registering"));
+          return;
+        }
         self->Register(attempts_left - 1, done);
       });
 }

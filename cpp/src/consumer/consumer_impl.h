@@ -78,6 +78,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void Register(int attempts_left, Done done);
   // Retries a failed registration unless the refusal is final or attempts ran out.
   void AfterRegisterAttempt(const Status& result, int attempts_left, Done done);
+  bool Closing() const;  // close() was called
   // Topic -> "topic#item,item" filter condition ("" for an unfiltered topic).
   std::vector<std::pair<std::string, std::string>> TopicConditions() const;
   void Heartbeat();

@@ -72,8 +72,11 @@ log4cplus::Logger ConfigureLogger() {
 }  // namespace
 
 LogQueue& Queue() {
-  static LogQueue queue(kQueueCapacity);
-  return queue;
+  // Never destroyed. A forked child inherits the queue with the parent's dispatcher
+  // thread counted as a waiter on its condition variable; destroying it at exit
+  // (pthread_cond_destroy waits for waiters to leave) would hang the child forever.
+  static LogQueue* const queue = new LogQueue(kQueueCapacity);
+  return *queue;
 }
 
 log4cplus::Logger& Logger() {

@@ -31,4 +31,12 @@ bool BrokerShield::Shielded(int32_t broker_id, Clock::time_point now) const {
   return found != entries_.end() && found->second.until > now;
 }
 
+size_t BrokerShield::CountShielded(Clock::time_point now) const {
+  size_t count = 0;
+  for (const auto& [id, entry] : entries_) {
+    if (entry.until > now) ++count;
+  }
+  return count;
+}
+
 }  // namespace tubemq::producer

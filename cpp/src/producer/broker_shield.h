@@ -1,11 +1,13 @@
 // Keeps sends away from brokers that are failing (behaviour.md §2.8): a broker that
-// answers 503 (write service stopped) is avoided for 50 s; a broker we cannot reach is
-// avoided for a period that starts at 10 s and doubles with each further failure, up
-// to 5 minutes; any successful send clears it. Shielding only steers the choice of
-// partition: when every broker of a topic is shielded, sends still go out.
+// answers 503 (write service stopped) is avoided for 50 s; a broker we cannot reach
+// (refused connect, no reply within the deadline, connection dropped) is avoided for a
+// period that starts at 10 s and doubles with each further failure, up to 5 minutes;
+// any successful send clears it. Shielding only steers the choice of partition: when
+// every broker of a topic is shielded, sends still go out.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 
@@ -19,6 +21,8 @@ class BrokerShield {
   void OnUnreachable(int32_t broker_id, Clock::time_point now);
   void OnSuccess(int32_t broker_id);
   bool Shielded(int32_t broker_id, Clock::time_point now) const;
+  // How many brokers are shielded at `now`.
+  size_t CountShielded(Clock::time_point now) const;
 
  private:
   struct Entry {

@@ -324,7 +324,9 @@ std::vector<std::string> Producer::Impl::PublishedTopics() const {
 
 Producer::Counters Producer::Impl::counters() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return counters_;
+  Counters counters = counters_;
+  counters.brokers_shielded = shield_.CountShielded(std::chrono::steady_clock::now());
+  return counters;
 }
 
 // --- close -------------------------------------------------------------------------

@@ -215,7 +215,11 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
       shield_.OnSuccess(partition.broker.id);
     } else if (result.code() == ErrorCode::kServiceUnavailable) {
       shield_.OnUnavailable(partition.broker.id, now);
-    } else if (result.code() == ErrorCode::kConnectFailed) {
+    } else if (result.code() == ErrorCode::kConnectFailed ||
+               result.code() == ErrorCode::kRequestTimeout ||
+               result.code() == ErrorCode::kConnectionClosed) {
+      // Refused, silent (a blackholed or hung broker) or dropping connections: steer
+      // sends elsewhere for a while, as for a broker we cannot reach.
       shield_.OnUnreachable(partition.broker.id, now);
     }
   }

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tubemq.cluster import maven, process
 from tubemq.cluster.admin import AdminClient
@@ -89,10 +89,13 @@ class LocalCluster:
         topics: Iterable[str],
         partitions: int = 4,
         master_settings: Mapping[str, str] | None = None,
+        broker_env: Mapping[str, str] | Callable[[Ports], Mapping[str, str]] | None = None,
     ) -> None:
         """Starts master and broker with ``topics``; returns once all are usable.
 
-        ``master_settings`` adds keys to master.ini's ``[master]`` section.
+        ``master_settings`` adds keys to master.ini's ``[master]`` section. ``broker_env``
+        adds variables to the broker's environment (kept for restarts), or is called with
+        the chosen ports to make them; fault tests use it to preload a shim.
         """
         wanted = _check_topics(topics)
         if not 1 <= partitions <= 100:
@@ -111,8 +114,11 @@ class LocalCluster:
         classpath = maven.server_classpath()
         ports = Ports(*process.free_ports(7))
         write_config(self.workdir, ports, dict(master_settings or {}))
+        if callable(broker_env):
+            broker_env = broker_env(ports)
         self._state = {
             "ports": asdict(ports),
+            "broker_env": dict(broker_env or {}),
             "pids": {},
             "topics": [],
             "partitions": partitions,
@@ -228,6 +234,7 @@ class LocalCluster:
             classpath,
             self.workdir,
             self.workdir / "broker.log",
+            env=self._state.get("broker_env"),
         )
         self._state["pids"]["broker"] = pid
         self._save()

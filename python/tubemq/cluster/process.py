@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from tubemq.cluster.errors import ClusterError
@@ -65,12 +66,18 @@ def java_executable() -> str:
 
 
 def start_jvm(
-    main_class: str, ini: Path, classpath: list[Path], workdir: Path, log_file: Path
+    main_class: str,
+    ini: Path,
+    classpath: list[Path],
+    workdir: Path,
+    log_file: Path,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Starts a server JVM fully detached (own session, not our child); returns its PID.
 
     A short-lived shell starts the JVM in the background and prints its PID, so the JVM
     outlives ``tubemq cluster up`` and is never a zombie or a dangling ``Popen`` of ours.
+    ``env`` adds variables to the JVM's environment.
     """
     command = [
         java_executable(),
@@ -90,6 +97,7 @@ def start_jvm(
         text=True,
         start_new_session=True,
         timeout=30,
+        env={**os.environ, **env} if env else None,
     )
     pid_text = launcher.stdout.strip()
     if launcher.returncode != 0 or not pid_text.isdigit():

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Long fuzz runs of cpp/fuzz/fuzz_target.cc under libFuzzer with AddressSanitizer and
+# UndefinedBehaviorSanitizer (clang only; the test command replays the same target
+# without clang, as the ctest fuzz_replay). Installs clang if it is missing.
+# Usage: scripts/fuzz.sh [seconds=300] [extra libFuzzer flags...]
+# New inputs go to build/fuzz/corpus (the repository's cpp/fuzz/corpus is only read);
+# a crash leaves its input in build/fuzz/ as crash-*.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN=${1:-300}
+shift || true
+JOBS=${JOBS:-2}
+
+if ! command -v clang++ >/dev/null; then
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang
+fi
+
+FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTUBEMQ_BUILD_PYTHON=OFF -DTUBEMQ_BUILD_TESTS=OFF -DTUBEMQ_BUILD_LIBFUZZER=ON \
+  -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+ninja -C build/fuzz -j "$JOBS" tubemq_fuzz
+mkdir -p build/fuzz/corpus
+cd build/fuzz
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ./tubemq_fuzz -max_total_time="$SECONDS_TO_RUN" -print_final_stats=1 -max_len=4096 \
+  "$@" corpus ../../cpp/fuzz/corpus
