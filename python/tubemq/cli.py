@@ -1,5 +1,6 @@
 """The ``tubemq`` command. Subcommands: ``produce`` and ``consume`` (the clients from the
-shell) and ``cluster`` (a local TubeMQ for tests and demos)."""
+shell), ``perf`` (load and rate figures) and ``cluster`` (a local TubeMQ for tests and
+demos)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 
 USAGE = (
     "usage: tubemq produce|consume ... (tubemq produce --help)\n"
+    "       tubemq perf produce|consume ... (tubemq perf produce --help)\n"
     "       tubemq cluster {up,down,status,add-topics} ... (tubemq cluster --help)"
 )
 
@@ -25,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         from tubemq.client_cli import main as client_main
 
         return client_main(args)
+    if args[0] == "perf":
+        from tubemq.perf_cli import main as perf_main
+
+        return perf_main(args[1:])
     print(f"tubemq: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
     return 2
 
