@@ -19,6 +19,7 @@ if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/
 fi
 
 FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+FLAGS+=" -fsanitize-ignorelist=$PWD/cpp/fuzz/ubsan_ignorelist.txt"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTUBEMQ_BUILD_PYTHON=OFF -DTUBEMQ_BUILD_TESTS=OFF -DTUBEMQ_BUILD_LIBFUZZER=ON \
   -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
