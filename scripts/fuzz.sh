@@ -11,14 +11,15 @@ SECONDS_TO_RUN=${1:-300}
 shift || true
 JOBS=${JOBS:-2}
 
-if ! command -v clang++ >/dev/null; then
+if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
   SUDO=""
   if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-dev
 fi
 
 FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+FLAGS+=" -fsanitize-ignorelist=$PWD/cpp/fuzz/ubsan_ignorelist.txt"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTUBEMQ_BUILD_PYTHON=OFF -DTUBEMQ_BUILD_TESTS=OFF -DTUBEMQ_BUILD_LIBFUZZER=ON \
   -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null

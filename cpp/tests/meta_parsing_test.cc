@@ -173,6 +173,23 @@ TEST(ProducerTopicInfo, AbsurdCountsAreRefusedBeforeAnyAllocation) {
             ErrorCode::kProtocolError);
 }
 
+TEST(ProducerTopicInfo, CountsWhoseProductOverflowsAreRefused) {
+  // Found by the fuzzer: 4 x 8797299535549067721 wraps around int64 and slipped under
+  // the bound, leaving the expansion loop to run for ever.
+  meta::TopicPartitions topic;
+  EXPECT_EQ(meta::ParseProducerTopicInfo("2#1:4:00000000000008797299535549067721#", TwoBrokers(),
+                                         topic)
+                .code(),
+            ErrorCode::kProtocolError);
+  EXPECT_EQ(meta::ParseProducerTopicInfo("demo#1:2:4611686018427387904#", TwoBrokers(), topic)
+                .code(),
+            ErrorCode::kProtocolError);
+  std::vector<meta::PartitionMeta> metas;
+  EXPECT_EQ(meta::ParseConsumerTopicMeta("demo#1:4611686018427387904:2:1", TwoBrokers(), metas)
+                .code(),
+            ErrorCode::kProtocolError);
+}
+
 TEST(ConsumerTopicMeta, StoreCountComesFirstAndStatusMarksSubscribable) {
   std::vector<meta::PartitionMeta> partitions;
   ASSERT_TRUE(meta::ParseConsumerTopicMeta("demo#1:2:3:1,2:1:2:0", TwoBrokers(), partitions).ok());

@@ -11,7 +11,10 @@ namespace {
 // when the counts are out of range (checked even for a broker the caller will skip).
 bool ExpandStores(const BrokerInfo& broker, const std::string& topic, int64_t store_count,
                   int64_t part_count, std::vector<Partition>& out) {
+  // store_count is bounded before the product, which could otherwise overflow (found
+  // by the fuzzer: "1:4:8797299535549067721" wrapped past the bound).
   if (part_count < 0 || store_count < 0 || part_count > kStoreIdBase ||
+      store_count > kMaxPartitionsPerBroker ||
       store_count * part_count > kMaxPartitionsPerBroker) {
     return false;
   }
