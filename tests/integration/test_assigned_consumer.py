@@ -272,3 +272,32 @@ def test_a_java_member_and_a_python_member_share_a_group_without_overlap(master,
     everything = ours_seen + java_seen
     assert len(everything) == len(set(everything))
     assert set(everything) == sent
+
+
+def test_unassign_without_commit_leaves_the_batch_for_the_next_reader(master, topics):
+    """Disconnect with discard: the batch fetched last is not committed, so the next
+    reader of the group starts at that batch again; with commit it starts after it."""
+    topic, group, marker = topics[1], _group(), f"discard_{uuid.uuid4().hex[:8]}"
+    key = f"1:{topic}:3"
+    with tubemq.AssignedConsumer(master=master, group=_group(), topics=[topic]) as probe:
+        probe.assign({key: None})
+        probe.poll(0.5)
+        start = probe.offsets()[key]["max_offset"]
+    _produce(master, topic, marker, 40)
+
+    def first_batch_offset(offset: int | None, commit: bool) -> tuple[int, int]:
+        with tubemq.AssignedConsumer(
+            master=master, group=group, topics=[topic], auto_commit=False
+        ) as consumer:
+            consumer.assign({key: offset})
+            message = consumer.poll(5.0)
+            assert message is not None
+            consumer.unassign([key], commit=commit)
+            return message.batch_offset, message.message_id
+
+    batch_start, first_id = first_batch_offset(start, commit=False)
+    assert batch_start == start
+    again_start, again_id = first_batch_offset(None, commit=True)  # the group's offset
+    assert (again_start, again_id) == (start, first_id)  # the discarded batch came back
+    after_start, _ = first_batch_offset(None, commit=False)
+    assert after_start > start  # the committed batch did not
