@@ -324,7 +324,7 @@ void RegisterConsumer(py::module_& module) {
       .def("offsets", [](PyConsumer& self) { return self.native().Offsets(); })
       .def("counters",
            [](PyConsumer& self) {
-             const Consumer::Counters c = self.native().counters();
+             const Consumer::Counters c = WithoutGil([&] { return self.native().counters(); });
              py::dict out;
              out["registrations"] = c.registrations;
              out["heartbeats_ok"] = c.heartbeats_ok;
@@ -337,6 +337,7 @@ void RegisterConsumer(py::module_& module) {
              out["bytes"] = c.bytes;
              out["commits"] = c.commits;
              out["commit_failures"] = c.commit_failures;
+             out["reconnects"] = c.reconnects;
              return out;
            })
       .def("held_partitions", [](PyConsumer& self) { return self.native().HeldPartitions(); })

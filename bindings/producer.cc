@@ -260,7 +260,7 @@ void RegisterProducer(py::module_& module) {
       .def_property_readonly("client_id",
                              [](PyProducer& self) { return self.native().client_id(); })
       .def("counters", [](PyProducer& self) {
-        const Producer::Counters counters = self.native().counters();
+        const Producer::Counters counters = WithoutGil([&] { return self.native().counters(); });
         py::dict out;
         out["heartbeats_ok"] = counters.heartbeats_ok;
         out["heartbeats_failed"] = counters.heartbeats_failed;
@@ -269,6 +269,7 @@ void RegisterProducer(py::module_& module) {
         out["sent_failed"] = counters.sent_failed;
         out["retries"] = counters.retries;
         out["brokers_shielded"] = counters.brokers_shielded;
+        out["reconnects"] = counters.reconnects;
         return out;
       });
 }

@@ -158,8 +158,10 @@ class ConsumerBase:
         """Counts since the client was made — ``registrations``, ``heartbeats_ok`` and
         ``heartbeats_failed``, ``rebalance_events``, ``fetches``, ``fetch_errors``,
         ``batches``, ``received`` (messages), ``bytes``, ``committed`` (batches the broker
-        acknowledged), ``commit_failures`` — and now: ``assigned`` partition count,
-        ``in_flight`` (messages fetched, not yet handed out) and ``lag`` per partition."""
+        acknowledged), ``commit_failures``, ``reconnects`` (connections to the master or a
+        broker opened again after the previous one was lost) — and now: ``assigned``
+        partition count, ``in_flight`` (messages fetched, not yet handed out) and ``lag``
+        per partition."""
         native = self._live()
         counters = dict(native.counters())
         counters["received"] = counters.pop("messages")

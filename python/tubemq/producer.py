@@ -234,7 +234,8 @@ class Producer:
     def metrics(self) -> dict[str, int]:
         """Counts since the producer was made: ``sent`` (sends handed to the producer),
         ``acked`` (stored by a broker), ``failed``, ``retries``, ``registrations``,
-        ``heartbeats_ok``, ``heartbeats_failed``; and ``in_flight`` now."""
+        ``heartbeats_ok``, ``heartbeats_failed``, ``reconnects`` (connections to the master
+        or a broker opened again after the previous one was lost); and ``in_flight`` now."""
         counters = self.counters()
         in_flight = self._deliveries.pending()
         return {
@@ -246,6 +247,7 @@ class Producer:
             "registrations": counters["registrations"],
             "heartbeats_ok": counters["heartbeats_ok"],
             "heartbeats_failed": counters["heartbeats_failed"],
+            "reconnects": counters["reconnects"],
         }
 
     def __enter__(self) -> Producer:

@@ -94,12 +94,15 @@ class FaultProxy:
         with self._lock:
             return sum(1 for link in self._links if not link.closed.is_set())
 
-    def drop_all(self) -> None:
-        """Resets every open connection (RST to the client), whatever the mode."""
+    def drop_all(self) -> int:
+        """Resets every connection (RST to the client), whatever the mode; returns how
+        many were still open."""
         with self._lock:
             links = list(self._links)
+        live = sum(1 for link in links if not link.closed.is_set())
         for link in links:
             self._close(link, reset=True)
+        return live
 
     def close(self) -> None:
         self._stopping.set()

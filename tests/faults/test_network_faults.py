@@ -150,6 +150,7 @@ def test_a_reply_cut_mid_frame_is_a_typed_connection_error_and_the_next_send_wor
     with tubemq.Producer(master=proxied.cluster.master_address, rpc_timeout_ms=5000) as producer:
         producer.publish(TOPIC)
         assert producer.send(TOPIC, b"before").message_id >= 0
+        assert producer.metrics()["reconnects"] == 0
         # The reply frame is cut 10 bytes in (inside its 12-byte header), then the
         # connection is reset (RST) or closed (FIN).
         broker_proxy.set_mode(mode, reset_after=10, truncate_after=10)
@@ -162,6 +163,7 @@ def test_a_reply_cut_mid_frame_is_a_typed_connection_error_and_the_next_send_wor
         broker_proxy.set_mode("pass")
         result = producer.send(TOPIC, b"after")  # a new connection, at once
         assert result.message_id >= 0
+        assert producer.metrics()["reconnects"] == 1
 
 
 def test_a_consumer_reads_everything_through_repeated_connection_resets(proxied, broker_proxy):
@@ -172,7 +174,7 @@ def test_a_consumer_reads_everything_through_repeated_connection_resets(proxied,
             producer.send(CONSUMED_TOPIC, f"{marker}-{i}".encode()).message_id for i in range(300)
         }
     seen: set[int] = set()
-    resets = 0
+    resets = cut = 0
     with tubemq.Consumer(
         master=proxied.cluster.master_address,
         group=f"g_{marker.replace('-', '_')}",
@@ -189,9 +191,15 @@ def test_a_consumer_reads_everything_through_repeated_connection_resets(proxied,
                 # Every 20 new messages, RST on every open broker connection: fetches
                 # and commits in flight are cut, the next ones need new connections.
                 if len(seen) >= 20 * (resets + 1):
-                    broker_proxy.drop_all()
+                    cut += broker_proxy.drop_all()
                     resets += 1
+        reconnects = consumer.metrics()["reconnects"]
     assert resets >= 10
+    # Every connection cut was the consumer's one to the broker (the master is not
+    # proxied), and it fetched again over a new one - except perhaps after the last cut.
+    # A reset that found no open connection cut nothing.
+    assert cut >= 5
+    assert cut - 1 <= reconnects <= cut, (cut, reconnects)
     assert sent <= seen, f"lost {len(sent - seen)} of {len(sent)}"
 
 

@@ -127,6 +127,7 @@ class Consumer {
     uint64_t bytes = 0;             // message body bytes
     uint64_t commits = 0;           // confirms the broker acknowledged
     uint64_t commit_failures = 0;
+    uint64_t reconnects = 0;  // connections re-opened after a lost one (master, brokers)
   };
   Counters counters() const;
 

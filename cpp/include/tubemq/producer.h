@@ -92,6 +92,7 @@ class Producer {
     uint64_t sent_failed = 0;
     uint64_t retries = 0;
     uint64_t brokers_shielded = 0;  // brokers sends avoid right now (a gauge)
+    uint64_t reconnects = 0;        // connections re-opened after a lost one (master, brokers)
   };
   Counters counters() const;
 

@@ -40,6 +40,7 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
       session_time_ms_(NowMs()),
       engine_(std::move(engine)),
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
+      broker_connections_(engine_->pool()),
       heartbeat_timer_(
           service::PeriodicTimer::Create(engine_->io().get_executor(), "consumer-heartbeat")),
       sweep_timer_(
@@ -350,6 +351,7 @@ Consumer::Counters Consumer::Impl::counters() const {
   out.bytes = read(counters_.bytes);
   out.commits = read(counters_.commits);
   out.commit_failures = read(counters_.commit_failures);
+  out.reconnects = master_->reconnects() + broker_connections_.reconnects();
   return out;
 }
 
@@ -361,7 +363,7 @@ std::vector<std::string> Consumer::Impl::HeldPartitions() const {
 
 std::shared_ptr<net::ClientConnection> Consumer::Impl::BrokerConnection(
     const meta::Partition& partition) {
-  return engine_->pool().Get(partition.broker.endpoint);
+  return broker_connections_.Get(partition.broker.endpoint);
 }
 
 void Consumer::Impl::Close(Done done) {

@@ -22,6 +22,7 @@
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/partition_pacer.h"
 #include "meta/subscribe_info.h"
+#include "net/connection_tracker.h"
 #include "service/credentials.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
@@ -136,6 +137,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   const int64_t session_time_ms_;
   std::shared_ptr<service::IoEngine> engine_;
   std::shared_ptr<service::MasterSession> master_;
+  net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;
   std::shared_ptr<service::PeriodicTimer> sweep_timer_;
   consumer::RmtDataCacheCsm cache_;

@@ -226,12 +226,14 @@ void ClientConnection::Complete(int32_t serial, const Status& status, codec::Rpc
 
 void ClientConnection::Close(Status reason) {
   asio::post(strand_, [self = shared_from_this(), reason = std::move(reason)]() mutable {
-    self->Fail(std::move(reason));
+    self->Fail(std::move(reason), /*on_request=*/true);
   });
 }
 
-void ClientConnection::Fail(Status reason) {
+void ClientConnection::Fail(Status reason, bool on_request) {
   if (state_ == State::kClosed) return;
+  // Set before closed_, so that whoever sees the connection closed also sees why.
+  lost_.store(!on_request, std::memory_order_release);
   if (state_ != State::kIdle) {
     TUBEMQ_LOG_INFO("closing connection to " << endpoint_.ToString() << ": " << reason.message());
   }

@@ -55,6 +55,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   const Endpoint& endpoint() const { return endpoint_; }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // Closed by a failure (connect, transport, protocol) rather than by Close().
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
   // How many requests wait for a reply; read without the strand, so approximate.
   size_t pending_count() const { return pending_count_.load(std::memory_order_relaxed); }
   Clock::time_point last_activity() const;
@@ -75,7 +77,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void OnRead(const asio::error_code& error, size_t bytes);
   void Dispatch(codec::Frame& frame);
   void Complete(int32_t serial, const Status& status, codec::RpcReply&& reply);
-  void Fail(Status reason);
+  void Fail(Status reason, bool on_request = false);
   int32_t NextSerial();
   void Touch();
 
@@ -88,6 +90,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   State state_ = State::kIdle;
   std::atomic<bool> closed_{false};
+  std::atomic<bool> lost_{false};
   Status close_reason_;
   std::deque<std::string> write_queue_;
   bool writing_ = false;

@@ -37,6 +37,7 @@ Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
       client_id_(meta::MakeClientId("", local_host_)),
       engine_(std::move(engine)),
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
+      broker_connections_(engine_->pool()),
       heartbeat_timer_(
           service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-heartbeat")) {}
 
@@ -326,6 +327,7 @@ Producer::Counters Producer::Impl::counters() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Counters counters = counters_;
   counters.brokers_shielded = shield_.CountShielded(std::chrono::steady_clock::now());
+  counters.reconnects = master_->reconnects() + broker_connections_.reconnects();
   return counters;
 }
 

@@ -21,6 +21,7 @@
 #include "net/endpoint.h"
 #include "producer/broker_shield.h"
 #include "producer/partition_router.h"
+#include "net/connection_tracker.h"
 #include "service/credentials.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
@@ -100,6 +101,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   const std::string client_id_;
   std::shared_ptr<service::IoEngine> engine_;
   std::shared_ptr<service::MasterSession> master_;
+  net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;
 
   mutable std::mutex mutex_;

@@ -191,7 +191,7 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
     return;
   }
   ++job->attempts;
-  auto connection = engine_->pool().Get(chosen->broker.endpoint);
+  auto connection = broker_connections_.Get(chosen->broker.endpoint);
   service::SendRequest(*connection, codec::Method::kSendMessage, request, rpc_timeout(),
                        [self = shared_from_this(), job, partition = *chosen](
                            const Status& status, codec::RpcReply&& reply) {

@@ -17,7 +17,7 @@ struct MasterSession::Attempt {
 
 MasterSession::MasterSession(std::shared_ptr<IoEngine> engine,
                              std::vector<net::Endpoint> masters)
-    : engine_(std::move(engine)), masters_(std::move(masters)) {}
+    : engine_(std::move(engine)), connections_(engine_->pool()), masters_(std::move(masters)) {}
 
 void MasterSession::Call(codec::Method method, const google::protobuf::MessageLite& request,
                          std::chrono::milliseconds timeout, Callback callback) {
@@ -32,7 +32,7 @@ void MasterSession::Call(codec::Method method, const google::protobuf::MessageLi
 
 void MasterSession::Try(std::shared_ptr<Attempt> attempt) {
   const net::Endpoint& master = masters_[attempt->index % masters_.size()];
-  auto connection = engine_->pool().Get(master);
+  auto connection = connections_.Get(master);
   SendSerialized(
       *connection, attempt->method, attempt->body, attempt->timeout,
       [this, self = shared_from_this(), attempt, connection](const Status& status,

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "net/connection_tracker.h"
 #include "net/endpoint.h"
 #include "service/rpc_call.h"
 #include "service/tubemq_service.h"
@@ -34,12 +35,15 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
 
   const std::vector<net::Endpoint>& masters() const { return masters_; }
   size_t current_index() const { return current_.load(); }
+  // Connections to a master re-opened after the previous one was lost.
+  uint64_t reconnects() const { return connections_.reconnects(); }
 
  private:
   struct Attempt;
   void Try(std::shared_ptr<Attempt> attempt);
 
   std::shared_ptr<IoEngine> engine_;
+  net::ConnectionTracker connections_;
   const std::vector<net::Endpoint> masters_;
   std::atomic<size_t> current_{0};
 };
