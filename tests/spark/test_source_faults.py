@@ -1,5 +1,6 @@
 """The tubemq source when things go wrong: a partition another reader of the group holds,
-and a partition that holds less than a query has already read (failOnDataLoss)."""
+a partition that holds less than a query has already read, and a start offset the
+broker's retention has deleted (failOnDataLoss)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,21 @@ import uuid
 import pytest
 
 import tubemq
+from tubemq.cluster import LocalCluster
 from tubemq.spark._offsets import query_ranges
 from tubemq.spark._options import source_options
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def ends_now(master: str, topic: str) -> dict[str, int]:
+def spans_now(master: str, topic: str) -> dict[str, tuple[int, int]]:
+    """Partition key -> (first, end) index offset the broker holds now."""
     options = source_options({"master": master, "topic": topic}, streaming=False)
-    return {key: span.high for key, span in query_ranges(options).items()}
+    return {key: (span.low, span.high) for key, span in query_ranges(options).items()}
+
+
+def ends_now(master: str, topic: str) -> dict[str, int]:
+    return {key: high for key, (_, high) in spans_now(master, topic).items()}
 
 
 def produce(master: str, topic: str, mark: str, count: int) -> set[bytes]:
@@ -140,3 +147,85 @@ def test_a_partition_behind_the_queries_offset_fails_or_is_read_again(
     # only from it.
     again = [r for r in rows if bytes(r.value) in old]
     assert again and {r.partition for r in again} == {lost}
+
+
+# Retention on a real broker: segments roll every 64 KiB of data (100 index entries), the
+# topic keeps them 1 s, and the broker's clear-up pass (every 60 s, its floor) deletes the
+# expired ones; in our runs that took from 40 s to 3 minutes after they were written.
+RETAINED = "retained"
+RETENTION_WAIT_S = 330
+
+
+@pytest.fixture(scope="module")
+def short_retention(tmp_path_factory):
+    cluster = LocalCluster(tmp_path_factory.mktemp("retention-cluster"))
+    cluster.up(
+        topics=[RETAINED],
+        partitions=1,
+        broker_settings={
+            "maxSegmentSize": str(64 * 1024),
+            "maxIndexSegmentSize": str(100 * 28),
+            "logClearupDurationMs": "60000",
+        },
+        topic_settings={"deletePolicy": "delete,1s"},
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def test_a_start_offset_deleted_by_retention_fails_or_is_skipped(spark, short_retention, tmp_path):
+    from pyspark.errors import PySparkException, StreamingQueryException
+
+    master, mark = short_retention.master_address, f"kept-{uuid.uuid4().hex[:8]}"
+    produce(master, RETAINED, "early", 100)
+    start = ends_now(master, RETAINED)
+    (key,) = start
+    produce(master, RETAINED, "old-" + "x" * 500, 500)  # rolls a segment every 100
+    deadline = time.monotonic() + RETENTION_WAIT_S
+    while spans_now(master, RETAINED)[key][0] <= start[key]:
+        assert time.monotonic() < deadline, "the broker's retention deleted nothing"
+        time.sleep(5)
+    kept = produce(master, RETAINED, mark, 50)
+    first, end = spans_now(master, RETAINED)[key]
+    assert first > start[key] > 0
+    planned = {"startingOffsets": json.dumps(start), "endingOffsets": json.dumps({key: end})}
+
+    # Batch: the planned start lies in a deleted segment.
+    with pytest.raises(PySparkException, match="failOnDataLoss=false") as caught:
+        read(spark, master, RETAINED, **planned).collect()
+    assert "DataLossError" in str(caught.value) and "were deleted" in str(caught.value)
+    rows = read(spark, master, RETAINED, failOnDataLoss="false", **planned).collect()
+    # Everything the broker still holds from its first offset on, each once.
+    assert len(rows) == (end - first) // 28
+    assert sorted(marked(rows, mark)) == sorted(kept)
+    assert min(r.batch_offset for r in rows) >= first
+
+    # Streaming from a checkpoint-like start inside the deleted range: the same.
+    query = _stream(
+        spark,
+        master,
+        RETAINED,
+        f"ret_{uuid.uuid4().hex[:8]}",
+        str(tmp_path / "fail"),
+        startingOffsets=json.dumps(start),
+    )
+    with pytest.raises(StreamingQueryException, match="failOnDataLoss=false") as caught:
+        query.awaitTermination(120)
+    assert "were deleted" in str(caught.value)
+    name = f"ret_{uuid.uuid4().hex[:8]}"
+    query = _stream(
+        spark,
+        master,
+        RETAINED,
+        name,
+        str(tmp_path / "go-on"),
+        startingOffsets=json.dumps(start),
+        failOnDataLoss="false",
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    streamed = spark.sql(f"SELECT value, partition FROM {name}").collect()
+    assert len(streamed) == (end - first) // 28
+    assert sorted(marked(streamed, mark)) == sorted(kept)

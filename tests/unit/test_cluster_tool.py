@@ -45,6 +45,14 @@ def test_config_files_use_absolute_paths_and_the_chosen_ports(tmp_path):
     assert not (tmp_path / "resources/velocity.properties").exists()
 
 
+def test_broker_settings_replace_or_add_broker_ini_keys(tmp_path):
+    write_config(tmp_path, PORTS, broker_settings={"maxSegmentSize": "1048576", "x": "1"})
+    broker = read_ini(tmp_path / "broker.ini")["broker"]
+    assert broker["maxSegmentSize"] == "1048576"  # replaced, not repeated
+    assert broker["x"] == "1"
+    assert broker["port"] == "1004"
+
+
 @pytest.mark.parametrize("name", ["1topic", "a", "has-dash", "x" * 65, "tópico", ""])
 def test_invalid_topic_names_are_refused_before_anything_starts(tmp_path, name):
     with pytest.raises(ClusterError, match="invalid topic name"):

@@ -68,20 +68,23 @@ metaLocalSyncPolicy=3
 {_metrics_section(ports.master_metrics)}"""
 
 
-def _broker_ini(workdir: Path, ports: Ports) -> str:
-    return f"""[broker]
-brokerId={BROKER_ID}
-hostName={HOST}
-port={ports.broker}
-webPort={ports.broker_web}
-masterAddressList={HOST}:{ports.master}
-primaryPath={workdir / "broker-data"}
-maxSegmentSize=134217728
-maxIndexSegmentSize=14000000
-transferSize=524288
-heartbeatPeriodMs=1000
-enableMemStore=false
-{_metrics_section(ports.broker_metrics)}"""
+def _broker_ini(workdir: Path, ports: Ports, overrides: Mapping[str, str]) -> str:
+    settings = {
+        "brokerId": str(BROKER_ID),
+        "hostName": HOST,
+        "port": str(ports.broker),
+        "webPort": str(ports.broker_web),
+        "masterAddressList": f"{HOST}:{ports.master}",
+        "primaryPath": str(workdir / "broker-data"),
+        "maxSegmentSize": "134217728",
+        "maxIndexSegmentSize": "14000000",
+        "transferSize": "524288",
+        "heartbeatPeriodMs": "1000",
+        "enableMemStore": "false",
+        **overrides,
+    }
+    lines = "".join(f"{key}={value}\n" for key, value in settings.items())
+    return f"[broker]\n{lines}{_metrics_section(ports.broker_metrics)}"
 
 
 _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
@@ -99,15 +102,20 @@ _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 
 
 def write_config(
-    workdir: Path, ports: Ports, master_settings: Mapping[str, str] | None = None
+    workdir: Path,
+    ports: Ports,
+    master_settings: Mapping[str, str] | None = None,
+    broker_settings: Mapping[str, str] | None = None,
 ) -> None:
     """Writes master.ini, broker.ini, log4j2.xml and the two admin-page templates.
 
     ``master_settings`` adds keys to the ``[master]`` section, e.g. the authentication
-    switches ``startProduceAuthenticate=true``.
+    switches ``startProduceAuthenticate=true``; ``broker_settings`` adds or replaces keys
+    of the ``[broker]`` section, e.g. a small ``maxSegmentSize`` so that retention has
+    whole segments to delete.
     """
     (workdir / "master.ini").write_text(_master_ini(workdir, ports, master_settings or {}))
-    (workdir / "broker.ini").write_text(_broker_ini(workdir, ports))
+    (workdir / "broker.ini").write_text(_broker_ini(workdir, ports, broker_settings or {}))
     (workdir / "log4j2.xml").write_text(_LOG4J2)
     # The admin API renders its JSON through two Velocity templates: the page prints the
     # variable the action filled in, the layout prints the page.

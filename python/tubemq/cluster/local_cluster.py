@@ -90,10 +90,15 @@ class LocalCluster:
         partitions: int = 4,
         master_settings: Mapping[str, str] | None = None,
         broker_env: Mapping[str, str] | Callable[[Ports], Mapping[str, str]] | None = None,
+        broker_settings: Mapping[str, str] | None = None,
+        topic_settings: Mapping[str, str] | None = None,
     ) -> None:
         """Starts master and broker with ``topics``; returns once all are usable.
 
-        ``master_settings`` adds keys to master.ini's ``[master]`` section. ``broker_env``
+        ``master_settings`` adds keys to master.ini's ``[master]`` section,
+        ``broker_settings`` to broker.ini's ``[broker]`` section; ``topic_settings`` are
+        extra topic properties of the admin API (e.g. ``deletePolicy="delete,1s"``) for
+        every topic this cluster deploys. ``broker_env``
         adds variables to the broker's environment (kept for restarts), or is called with
         the chosen ports to make them; fault tests use it to preload a shim.
         """
@@ -113,7 +118,7 @@ class LocalCluster:
                 shutil.rmtree(self.workdir / stale, ignore_errors=True)
         classpath = maven.server_classpath()
         ports = Ports(*process.free_ports(7))
-        write_config(self.workdir, ports, dict(master_settings or {}))
+        write_config(self.workdir, ports, dict(master_settings or {}), dict(broker_settings or {}))
         if callable(broker_env):
             broker_env = broker_env(ports)
         self._state = {
@@ -122,6 +127,7 @@ class LocalCluster:
             "pids": {},
             "topics": [],
             "partitions": partitions,
+            "topic_settings": dict(topic_settings or {}),
             "server_version": maven.SERVER_VERSION,
         }
         self._save()
@@ -223,6 +229,7 @@ class LocalCluster:
             numTopicStores=1,
             acceptPublish="true",
             acceptSubscribe="true",
+            **self._state.get("topic_settings", {}),
         )
         self._state["topics"] = sorted(set(self._state["topics"]) | set(topics))
         self._save()
