@@ -32,6 +32,7 @@
 namespace tubemq {
 
 namespace pb {
+class AuthorizedInfo;
 class ClientSubRepInfo;
 class EventProto;
 class HeartResponseM2C;
@@ -117,6 +118,10 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void SignIfNeeded(pb::MasterCertificateInfo& certificate) const {
     if (credentials_.enabled()) credentials_.Sign(certificate);
   }
+  // What every broker request that the broker authenticates (register, unregister,
+  // heartbeat) carries: the master's visit token and, with credentials, the signature
+  // string - a broker with authentication on answers 415 to one without it.
+  void FillBrokerAuth(pb::AuthorizedInfo& auth) const;
   bool Running() const;
 
   // Counted from I/O threads and application threads alike, so each is atomic.

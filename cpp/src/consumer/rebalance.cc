@@ -132,13 +132,7 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
     for (const auto& item : filters->second) request.add_filtercondstr(item);
   }
   request.set_qrypriorityid(flow_rules_.qry_priority_id());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    request.mutable_authinfo()->set_visitauthorizedtoken(visit_token_);
-  }
-  if (credentials_.enabled()) {
-    request.mutable_authinfo()->set_authauthorizedtoken(credentials_.BrokerToken());
-  }
+  FillBrokerAuth(*request.mutable_authinfo());
   auto connection = BrokerConnection(partition);
   service::SendRequest(
       *connection, Method::kBrokerConsumerRegister, request, rpc_timeout(),
@@ -199,13 +193,7 @@ void Consumer::Impl::UnregisterAtBroker(const meta::Partition& partition, bool c
   request.set_topicname(partition.topic);
   request.set_partitionid(partition.id);
   request.set_readstatus(consumed ? 0 : 1);  // 0 commits the last batch, 1 rolls it back
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    request.mutable_authinfo()->set_visitauthorizedtoken(visit_token_);
-  }
-  if (credentials_.enabled()) {
-    request.mutable_authinfo()->set_authauthorizedtoken(credentials_.BrokerToken());
-  }
+  FillBrokerAuth(*request.mutable_authinfo());
   auto connection = BrokerConnection(partition);
   service::SendRequest(*connection, Method::kBrokerConsumerRegister, request, rpc_timeout(),
                        [key = partition.Key(), done](const Status& status, codec::RpcReply&&) {
@@ -215,6 +203,14 @@ void Consumer::Impl::UnregisterAtBroker(const meta::Partition& partition, bool c
                          }
                          done(Status::OK());
                        });
+}
+
+void Consumer::Impl::FillBrokerAuth(pb::AuthorizedInfo& auth) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auth.set_visitauthorizedtoken(visit_token_);
+  }
+  if (credentials_.enabled()) auth.set_authauthorizedtoken(credentials_.BrokerToken());
 }
 
 void Consumer::Impl::BrokerHeartbeats() {
@@ -228,10 +224,7 @@ void Consumer::Impl::BrokerHeartbeats() {
     for (const auto& partition : partitions) {
       request.add_partitioninfo(meta::PartitionFullString(partition));
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      request.mutable_authinfo()->set_visitauthorizedtoken(visit_token_);
-    }
+    FillBrokerAuth(*request.mutable_authinfo());
     auto connection = BrokerConnection(partitions.front());
     service::SendRequest(
         *connection, Method::kBrokerConsumerHeartbeat, request, rpc_timeout(),
@@ -249,6 +242,8 @@ void Consumer::Impl::BrokerHeartbeats() {
           if (!response.success() &&
               response.errcode() == static_cast<int32_t>(ErrorCode::kCertificateFailure)) {
             lost = !self->cache_.RemoveBroker(broker_id).empty();
+            TUBEMQ_LOG_WARN("broker " << broker_id << " refused the heartbeat ("
+                                      << response.errmsg() << "); its partitions are dropped");
           }
           for (const auto& failure : response.failureinfo()) {
             int32_t code = 0;
