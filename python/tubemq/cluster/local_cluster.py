@@ -274,8 +274,13 @@ class LocalCluster:
 
     # -- faults, for tests --------------------------------------------------------------
     def stop_broker(self) -> None:
-        """Stops the broker alone (SIGTERM), as a broker crash or maintenance would."""
+        """Stops the broker alone (SIGTERM), as maintenance would."""
         process.stop(self._state["pids"]["broker"], process.BROKER_CLASS)
+
+    def kill_broker(self) -> None:
+        """Kills the broker alone (SIGKILL), as a crash would: nothing it kept in memory
+        (offsets committed since its last flush) survives."""
+        process.stop(self._state["pids"]["broker"], process.BROKER_CLASS, hard=True)
 
     def start_broker(self) -> None:
         """Starts the broker again with its old configuration and data."""

@@ -115,11 +115,15 @@ def is_alive(pid: int, main_class: str) -> bool:
     return state != "Z" and main_class.encode() in cmdline
 
 
-def stop(pid: int, main_class: str, grace_s: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL once ``grace_s`` has passed; returns when the JVM is gone."""
+def stop(pid: int, main_class: str, grace_s: float = 10.0, hard: bool = False) -> None:
+    """SIGTERM, then SIGKILL once ``grace_s`` has passed (``hard``: SIGKILL at once, no
+    shutdown hook runs); returns when the JVM is gone."""
     if not is_alive(pid, main_class):
         return
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+    signals = [(signal.SIGKILL, 5.0)]
+    if not hard:
+        signals.insert(0, (signal.SIGTERM, grace_s))
+    for sig, wait_s in signals:
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
