@@ -69,9 +69,9 @@ def plan(quick: bool, sizes: tuple[int, ...]) -> list[Workload]:
         workloads.append(Workload("produce-sync", size, 2_500 // scale, drivers.CLIENTS))
         workloads.append(Workload("produce-async", size, many[size] // scale, drivers.CLIENTS))
         workloads.append(Workload("consume", size, many[size] // scale, drivers.CLIENTS))
-    # Latency: 1 KiB at a fixed rate, ours only (the Java client has no driver for it here).
+    # Latency: 1 KiB at a fixed rate, produced and consumed in one process per client.
     workloads.append(Workload("latency", 1024, int(LATENCY_RATE * (2 if quick else 5)),
-                              ("python", "cpp")))  # fmt: skip
+                              drivers.CLIENTS))  # fmt: skip
     return workloads
 
 

@@ -8,7 +8,10 @@
 //   java -cp <server classpath>:<dir> JavaBench --master H:P --topic T --mode MODE
 //        --size BYTES --count N [--group G] [--rate MSG_PER_S] [--not-found-wait-ms MS]
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +32,7 @@ import org.apache.inlong.tubemq.corebase.Message;
 
 public final class JavaBench {
   private static final int IN_FLIGHT = 20000;  // as our drivers' window
+  private static final int PARTITIONS = 4;  // of every bench topic (bench/runner.py)
 
   public static void main(String[] argv) throws Throwable {
     Map<String, String> args = new HashMap<>();
@@ -42,6 +46,7 @@ public final class JavaBench {
     long count = Long.parseLong(args.getOrDefault("--count", "10000"));
     String group = args.getOrDefault("--group", "bench_java");
     long notFoundWait = Long.parseLong(args.getOrDefault("--not-found-wait-ms", "400"));
+    double rate = Double.parseDouble(args.getOrDefault("--rate", "1000"));
 
     TubeClientConfig config = new TubeClientConfig(master);
     MessageSessionFactory factory = new TubeSingleSessionFactory(config);
@@ -57,16 +62,25 @@ public final class JavaBench {
         case "consume":
           result = consume(master, factory, topic, group, count, notFoundWait);
           break;
+        case "latency":
+          result = latency(master, factory, topic, group, size, count, rate, notFoundWait);
+          break;
         default:
           throw new IllegalArgumentException("unknown mode " + mode);
       }
     } finally {
       factory.shutdown();
     }
+    String latency =
+        result.length < 8
+            ? "null"
+            : String.format(
+                "{\"p50\": %.4f, \"p95\": %.4f, \"p99\": %.4f, \"max\": %.4f}",
+                result[4], result[5], result[6], result[7]);
     System.out.printf(
         "{\"client\": \"java\", \"mode\": \"%s\", \"count\": %d, \"bytes\": %d, "
-            + "\"elapsed_s\": %.6f, \"cpu_s\": %.6f, \"latency_ms\": null}%n",
-        mode, (long) result[0], (long) result[1], result[2], result[3]);
+            + "\"elapsed_s\": %.6f, \"cpu_s\": %.6f, \"latency_ms\": %s}%n",
+        mode, (long) result[0], (long) result[1], result[2], result[3], latency);
     System.out.flush();
     // The client library leaves non-daemon threads behind after shutdown.
     System.exit(0);
@@ -206,6 +220,125 @@ public final class JavaBench {
     }
     consumer.shutdown();
     return new double[] {received, bytes, elapsed, cpu};
+  }
+
+  // Produce to consume in one process, as bench/py_worker.py does: a sender thread sends
+  // at `rate` with its System.nanoTime() in the first 8 bytes (little-endian), and the
+  // consumer, which holds every partition before the first send, measures the delay.
+  private static double[] latency(
+      String master,
+      MessageSessionFactory factory,
+      String topic,
+      String group,
+      int size,
+      long count,
+      double rate,
+      long notFoundWait)
+      throws Throwable {
+    ConsumerConfig config = new ConsumerConfig(master, group);
+    config.setConsumePosition(ConsumePosition.CONSUMER_FROM_LATEST_OFFSET);
+    config.setMsgNotFoundWaitPeriodMs(notFoundWait);
+    config.setHeartbeatPeriodMs(1000);
+    PullMessageConsumer consumer = factory.createPullConsumer(config);
+    consumer.subscribe(topic, null);
+    consumer.completeSubscribe();
+    MessageProducer producer = factory.createProducer();
+    producer.publish(topic);
+    long joinDeadline = System.nanoTime() + 60_000_000_000L;
+    while (consumer.getCurConsumedPartitions().size() < PARTITIONS) {
+      if (System.nanoTime() > joinDeadline) {
+        throw new IllegalStateException("the consumer never held every partition");
+      }
+      ConsumerResult idle = consumer.getMessage();
+      if (idle.isSuccess()) {
+        consumer.confirmConsume(idle.getConfirmContext(), true);
+      }
+      Thread.sleep(5);
+    }
+    List<byte[]> bodies = payloads(size);
+    long periodNanos = (long) (1e9 / rate);
+    AtomicLong failed = new AtomicLong();
+    Semaphore window = new Semaphore(IN_FLIGHT);
+    MessageSentCallback callback =
+        new MessageSentCallback() {
+          @Override
+          public void onMessageSent(MessageSentResult result) {
+            if (!result.isSuccess()) {
+              failed.incrementAndGet();
+            }
+            window.release();
+          }
+
+          @Override
+          public void onException(Throwable error) {
+            failed.incrementAndGet();
+            window.release();
+          }
+        };
+    Thread sender =
+        new Thread(
+            () -> {
+              long start = System.nanoTime();
+              try {
+                for (long i = 0; i < count; i++) {
+                  long wait = start + i * periodNanos - System.nanoTime();
+                  if (wait > 0) {
+                    Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                  }
+                  byte[] body = bodies.get((int) (i & 15)).clone();
+                  ByteBuffer.wrap(body).order(ByteOrder.LITTLE_ENDIAN).putLong(0, System.nanoTime());
+                  window.acquire();
+                  producer.sendMessage(new Message(topic, body), callback);
+                }
+              } catch (Throwable error) {
+                failed.incrementAndGet();
+              }
+            },
+            "bench-sender");
+    double[] latencies = new double[(int) count];
+    int seen = 0;
+    long bytes = 0;
+    double cpuBefore = cpuSeconds();
+    long started = System.nanoTime();
+    sender.start();
+    long giveUp = started + (long) (count / rate * 1e9) + 30_000_000_000L;
+    while (seen < count && System.nanoTime() < giveUp) {
+      ConsumerResult batch = consumer.getMessage();
+      if (!batch.isSuccess()) {
+        continue;
+      }
+      for (Message message : batch.getMessageList()) {
+        long now = System.nanoTime();
+        byte[] data = message.getData();
+        long sent = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+        if (seen < count) {
+          latencies[seen++] = (now - sent) / 1e6;
+        }
+        bytes += data.length;
+      }
+      consumer.confirmConsume(batch.getConfirmContext(), true);
+    }
+    sender.join();
+    double elapsed = (System.nanoTime() - started) / 1e9;
+    double cpu = cpuSeconds() - cpuBefore;
+    if (failed.get() != 0) {
+      throw new IllegalStateException(failed.get() + " sends failed");
+    }
+    if (seen == 0) {
+      throw new IllegalStateException("no message arrived");
+    }
+    double[] sorted = Arrays.copyOf(latencies, seen);
+    Arrays.sort(sorted);
+    producer.shutdown();
+    consumer.shutdown();
+    return new double[] {
+      seen, bytes, elapsed, cpu,
+      at(sorted, 0.5), at(sorted, 0.95), at(sorted, 0.99), sorted[sorted.length - 1]
+    };
+  }
+
+  private static double at(double[] sorted, double quantile) {
+    return sorted[Math.min(sorted.length - 1, (int) (quantile * sorted.length))];
   }
 
   private JavaBench() {}
