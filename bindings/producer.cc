@@ -181,7 +181,12 @@ void RegisterProducer(py::module_& module) {
       .def_readwrite("register_retry_wait_ms", &ClientConfig::register_retry_wait_ms)
       .def_readwrite("local_host", &ClientConfig::local_host)
       .def_readwrite("auth_user", &ClientConfig::auth_user)
-      .def_readwrite("auth_password", &ClientConfig::auth_password);
+      .def_readwrite("auth_password", &ClientConfig::auth_password)
+      .def_readwrite("tls_enable", &ClientConfig::tls_enable)
+      .def_readwrite("tls_ca_file", &ClientConfig::tls_ca_file)
+      .def_readwrite("tls_verify_hostname", &ClientConfig::tls_verify_hostname)
+      .def_readwrite("tls_cert_file", &ClientConfig::tls_cert_file)
+      .def_readwrite("tls_key_file", &ClientConfig::tls_key_file);
 
   py::class_<PartitionInfo>(module, "PartitionInfo", "A writable partition of a topic.")
       .def_readonly("key", &PartitionInfo::key)

@@ -9,6 +9,7 @@ generated from. Durations are integer milliseconds with an ``_ms`` suffix.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -50,6 +51,14 @@ def _normalize_master(value: Any) -> str:
         if not port.isdigit() or not 1 <= int(port) <= 65535:
             raise ValueError(f"'{entry}' has no valid port (1..65535)")
     return ",".join(entries)
+
+
+def _readable_file_or_empty(value: Any) -> str:
+    """A path to a readable file, or "" for none."""
+    path = os.fspath(value)
+    if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+        raise ValueError(f"'{path}' is not a readable file")
+    return str(path)
 
 
 # Keys every client has.
@@ -113,6 +122,42 @@ CLIENT_KEYS: tuple[Key, ...] = (
         "User name for authentication (protocol.md §8); empty: no authentication.",
     ),
     Key("auth_password", str, "", "Password that signs the requests of auth_user."),
+    Key(
+        "tls_enable",
+        bool,
+        False,
+        "Speak TLS to the master and the brokers; `master` must then name the masters' "
+        "TLS ports (8716 by default), and the brokers' TLS ports come from the master.",
+    ),
+    Key(
+        "tls_ca_file",
+        (str, os.PathLike),
+        "",
+        "PEM file of the CA certificates that verify the servers' certificates; empty: "
+        "the system's trust store. The servers' certificates are always verified.",
+        convert=_readable_file_or_empty,
+    ),
+    Key(
+        "tls_verify_hostname",
+        bool,
+        True,
+        "Also require the server's certificate to name the host the client dialled.",
+    ),
+    Key(
+        "tls_cert_file",
+        (str, os.PathLike),
+        "",
+        "PEM certificate this client proves itself with (two-way TLS, which TubeMQ 2.4 "
+        "servers require of every TLS client); empty: none. Needs tls_key_file.",
+        convert=_readable_file_or_empty,
+    ),
+    Key(
+        "tls_key_file",
+        (str, os.PathLike),
+        "",
+        "PEM private key (unencrypted) of tls_cert_file.",
+        convert=_readable_file_or_empty,
+    ),
 )
 
 PRODUCER_KEYS: tuple[Key, ...] = (
@@ -233,6 +278,11 @@ def native_client_config(values: Mapping[str, Any]) -> _core.ClientConfig:
     native.local_host = values["local_host"]
     native.auth_user = values["auth_user"]
     native.auth_password = values["auth_password"]
+    native.tls_enable = values["tls_enable"]
+    native.tls_ca_file = values["tls_ca_file"]
+    native.tls_verify_hostname = values["tls_verify_hostname"]
+    native.tls_cert_file = values["tls_cert_file"]
+    native.tls_key_file = values["tls_key_file"]
     return native
 
 

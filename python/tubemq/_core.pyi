@@ -32,6 +32,11 @@ class ClientConfig:
     local_host: str
     auth_user: str
     auth_password: str
+    tls_enable: bool
+    tls_ca_file: str
+    tls_verify_hostname: bool
+    tls_cert_file: str
+    tls_key_file: str
     def __init__(self) -> None: ...
 
 class ProducerOptions:

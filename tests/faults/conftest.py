@@ -28,6 +28,7 @@ def _private_cluster(
     partitions: int = 4,
     master_settings: Mapping[str, str] | None = None,
     broker_env=None,
+    tls: bool = False,
 ) -> Iterator[LocalCluster]:
     """A cluster for one test module, stopped when the module is done."""
     cluster = LocalCluster(tmp_path_factory.mktemp("private-cluster"))
@@ -36,6 +37,7 @@ def _private_cluster(
         partitions=partitions,
         master_settings=master_settings,
         broker_env=broker_env,
+        tls=tls,
     )
     try:
         yield cluster

@@ -48,6 +48,9 @@ CLIENTS: dict[str, tuple[Schema, Any, dict[str, Any]]] = {
 # strings with a rule of their own). Every such key must be listed here.
 REFUSED_VALUES: dict[str, list[Any]] = {
     "master": ["", "nohost", "h:0", "h:99999", "h:port", ["h:1", 5], ["a:b:c"]],
+    "tls_ca_file": ["/nonexistent/ca.pem", "/", "."],
+    "tls_cert_file": ["/nonexistent/client.pem", "/"],
+    "tls_key_file": ["/nonexistent/client.key", "/"],
     "topics": [
         [],
         {},

@@ -9,6 +9,7 @@ import pytest
 from tubemq.cluster import ClusterError, LocalCluster
 from tubemq.cluster.cli import main as cluster_main
 from tubemq.cluster.config_files import Ports, write_config
+from tubemq.cluster.tls_keys import TlsFiles
 
 PORTS = Ports(
     master=1001,
@@ -43,6 +44,24 @@ def test_config_files_use_absolute_paths_and_the_chosen_ports(tmp_path):
     assert broker["prometheus"]["promHttpPort"] == "1007"
     assert (tmp_path / "resources/templates/screen/webapi.vm").read_text() == "$sb"
     assert not (tmp_path / "resources/velocity.properties").exists()
+
+
+def test_a_tls_cluster_serves_tls_on_ports_of_its_own(tmp_path):
+    ports = Ports(*range(1001, 1010))
+    files = TlsFiles(*(tmp_path / name for name in ("s.jks", "ca.pem", "t.jks", "c.pem", "c.key")))
+    write_config(tmp_path, ports, tls=files)
+    for name, port in (("master.ini", "1008"), ("broker.ini", "1009")):
+        section = read_ini(tmp_path / name)["tlsSetting"]
+        assert section["tlsEnable"] == "true" and section["tlsPort"] == port
+        assert section["tlsKeyStorePath"] == str(files.key_store)
+        # 2.4.0 servers exit on the first TLS connection without a trust store, which
+        # they read only with two-way authentication on.
+        assert section["tlsTwoWayAuthEnable"] == "true"
+        assert section["tlsTrustStorePath"] == str(files.trust_store)
+    assert ports.broker_tls == 1009  # what the master's record of the broker must say
+    write_config(tmp_path, PORTS)
+    assert "tlsSetting" not in read_ini(tmp_path / "master.ini")
+    assert PORTS.broker_tls == 8124
 
 
 def test_broker_settings_replace_or_add_broker_ini_keys(tmp_path):

@@ -17,6 +17,11 @@ struct ClientConfig {
   std::string local_host;               // reported to servers; empty = auto-detect
   std::string auth_user;                // empty: no authentication (protocol.md §8)
   std::string auth_password;
+  bool tls_enable = false;          // TLS to the master's and brokers' TLS ports
+  std::string tls_ca_file;          // PEM CA file; empty = the system's trust store
+  bool tls_verify_hostname = true;  // the certificate must name the host dialled
+  std::string tls_cert_file;        // PEM client certificate (two-way TLS); empty: none
+  std::string tls_key_file;         // PEM private key of tls_cert_file
 };
 
 }  // namespace tubemq

@@ -93,7 +93,7 @@ void Consumer::Impl::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
 void Consumer::Impl::ApplyBrokers(int64_t config_id, const std::vector<std::string>& list) {
   if (list.empty()) return;  // sent only when our id is out of date
   Status first_error;
-  meta::BrokerMap brokers = meta::ParseBrokerList(list, /*tls=*/false, &first_error);
+  meta::BrokerMap brokers = meta::ParseBrokerList(list, /*tls=*/tls_ != nullptr, &first_error);
   if (!first_error.ok()) TUBEMQ_LOG_WARN("broker list: " << first_error.message());
   std::lock_guard<std::mutex> lock(mutex_);
   brokers_ = std::move(brokers);

@@ -73,12 +73,13 @@ struct Consumer::Shell : service::ClientShell {
 Consumer::Consumer(ClientConfig config, ConsumerOptions options)
     : shell_(std::make_unique<Shell>()) {
   std::vector<net::Endpoint> masters;
-  shell_->construction = service::ValidateClientConfig(config, masters);
+  std::shared_ptr<net::TlsContext> tls;
+  shell_->construction = service::ValidateClientConfig(config, masters, tls);
   if (shell_->construction.ok()) shell_->construction = ValidateOptions(options);
   if (!shell_->construction.ok()) return;
   shell_->lease = std::make_unique<service::ServiceLease>();
   impl_ = std::make_shared<Impl>(std::move(config), std::move(options), std::move(masters),
-                                 shell_->lease->engine_ptr());
+                                 std::move(tls), shell_->lease->engine_ptr());
 }
 
 Consumer::~Consumer() {

@@ -31,7 +31,8 @@ bool Consumer::Impl::FatalRegisterCode(int32_t code) {
 }
 
 Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
-                     std::vector<net::Endpoint> masters, std::shared_ptr<service::IoEngine> engine)
+                     std::vector<net::Endpoint> masters, std::shared_ptr<net::TlsContext> tls,
+                     std::shared_ptr<service::IoEngine> engine)
     : config_(std::move(config)),
       options_(std::move(options)),
       credentials_(config_.auth_user, config_.auth_password),
@@ -39,8 +40,9 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
       client_id_(meta::MakeClientId(options_.group, local_host_)),
       session_time_ms_(NowMs()),
       engine_(std::move(engine)),
-      master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
-      broker_connections_(engine_->pool()),
+      tls_(std::move(tls)),
+      master_(std::make_shared<service::MasterSession>(engine_, std::move(masters), tls_)),
+      broker_connections_(engine_->pool(), tls_),
       heartbeat_timer_(
           service::PeriodicTimer::Create(engine_->io().get_executor(), "consumer-heartbeat")),
       sweep_timer_(

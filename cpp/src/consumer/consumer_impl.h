@@ -44,7 +44,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   using Done = std::function<void(const Status&)>;
 
   Impl(ClientConfig config, ConsumerOptions options, std::vector<net::Endpoint> masters,
-       std::shared_ptr<service::IoEngine> engine);
+       std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
   void Start(Done done);
   Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
@@ -141,6 +141,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   const std::string client_id_;
   const int64_t session_time_ms_;
   std::shared_ptr<service::IoEngine> engine_;
+  const std::shared_ptr<net::TlsContext> tls_;  // null: plain TCP
   std::shared_ptr<service::MasterSession> master_;
   net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;

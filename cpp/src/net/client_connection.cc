@@ -20,18 +20,21 @@ int64_t NowNanos() {
 
 std::shared_ptr<ClientConnection> ClientConnection::Create(asio::io_context& io,
                                                            Endpoint endpoint,
-                                                           ConnectionOptions options) {
-  return std::make_shared<ClientConnection>(PrivateTag{}, io, std::move(endpoint), options);
+                                                           ConnectionOptions options,
+                                                           std::shared_ptr<TlsContext> tls) {
+  return std::make_shared<ClientConnection>(PrivateTag{}, io, std::move(endpoint), options,
+                                            std::move(tls));
 }
 
 ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, Endpoint endpoint,
-                                   ConnectionOptions options)
+                                   ConnectionOptions options, std::shared_ptr<TlsContext> tls)
     : strand_(asio::make_strand(io)),
       resolver_(strand_),
       socket_(strand_),
       connect_timer_(strand_),
       endpoint_(std::move(endpoint)),
       options_(options),
+      tls_(std::move(tls)),
       reader_(options.frame_limits),
       read_buffer_(kReadChunkSize),
       last_activity_ns_(NowNanos()) {}
@@ -62,11 +65,19 @@ void ClientConnection::Call(std::string payload, std::chrono::milliseconds timeo
                           timeout](const asio::error_code& error) {
       auto connection = weak.lock();
       if (error || !connection) return;
-      connection->Complete(serial,
-                           Status(ErrorCode::kRequestTimeout,
-                                  "no reply from " + connection->endpoint_.ToString() + " within " +
-                                      std::to_string(timeout.count()) + " ms"),
-                           codec::RpcReply{});
+      // A server that does not speak TLS neither answers a TLS hello nor closes: say so
+      // rather than blame the request.
+      const bool handshaking =
+          connection->state_ == State::kConnecting && connection->tls_stream_ != nullptr;
+      const std::string where = connection->endpoint_.ToString();
+      const std::string within = " within " + std::to_string(timeout.count()) + " ms";
+      connection->Complete(
+          serial,
+          Status(ErrorCode::kRequestTimeout,
+                 handshaking ? "TLS handshake with " + where + " not done" + within +
+                                   " (is that a TLS port?)"
+                             : "no reply from " + where + within),
+          codec::RpcReply{});
     });
     self->pending_.emplace(serial, Pending{std::move(callback), std::move(deadline)});
     self->pending_count_.store(self->pending_.size(), std::memory_order_relaxed);
@@ -98,9 +109,12 @@ void ClientConnection::StartConnect() {
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
     if (error || self->state_ != State::kConnecting) return;
+    const bool handshaking = self->tls_stream_ != nullptr;
     self->Fail(Status(ErrorCode::kConnectFailed,
-                      "connect to " + self->endpoint_.ToString() + " timed out after " +
-                          std::to_string(self->options_.connect_timeout.count()) + " ms"));
+                      std::string(handshaking ? "TLS handshake with " : "connect to ") +
+                          self->endpoint_.ToString() + " timed out after " +
+                          std::to_string(self->options_.connect_timeout.count()) + " ms" +
+                          (handshaking ? " (is that a TLS port?)" : "")));
   });
   resolver_.async_resolve(
       endpoint_.host, std::to_string(endpoint_.port),
@@ -127,17 +141,55 @@ void ClientConnection::OnResolved(const asio::error_code& error,
 
 void ClientConnection::OnConnected(const asio::error_code& error) {
   if (state_ != State::kConnecting) return;
-  connect_timer_.cancel();
   if (error) {
+    connect_timer_.cancel();
     Fail(Status(ErrorCode::kConnectFailed,
                 "cannot connect to " + endpoint_.ToString() + ": " + error.message()));
     return;
   }
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (tls_) {
+    StartHandshake();
+  } else {
+    Opened();
+  }
+}
+
+void ClientConnection::StartHandshake() {
+  tls_stream_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, tls_->ssl());
+  if (tls_->verify_hostname()) {
+    tls_stream_->set_verify_callback(asio::ssl::host_name_verification(endpoint_.host));
+  }
+  asio::error_code address_error;
+  asio::ip::make_address(endpoint_.host, address_error);
+  if (address_error) {  // a name, not an address: tell the server which one (SNI)
+    SSL_set_tlsext_host_name(tls_stream_->native_handle(), endpoint_.host.c_str());
+  }
+  tls_stream_->async_handshake(
+      asio::ssl::stream_base::client, [self = shared_from_this()](const asio::error_code& error) {
+        if (self->state_ != State::kConnecting) return;
+        if (error) {
+          self->connect_timer_.cancel();
+          std::string why = error.message();
+          const long verdict = SSL_get_verify_result(self->tls_stream_->native_handle());
+          if (verdict != X509_V_OK) {
+            why += " (" + std::string(X509_verify_cert_error_string(verdict)) + ")";
+          }
+          self->Fail(Status(ErrorCode::kConnectFailed, "TLS handshake with " +
+                                                           self->endpoint_.ToString() +
+                                                           " failed: " + why));
+          return;
+        }
+        self->Opened();
+      });
+}
+
+void ClientConnection::Opened() {
+  connect_timer_.cancel();
   state_ = State::kOpen;
   Touch();
-  TUBEMQ_LOG_DEBUG("connected to " << endpoint_.ToString());
+  TUBEMQ_LOG_DEBUG("connected to " << endpoint_.ToString() << (tls_ ? " over TLS" : ""));
   ReadNext();
   WriteNext();
 }
@@ -145,33 +197,36 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
 void ClientConnection::WriteNext() {
   if (writing_ || write_queue_.empty() || state_ != State::kOpen) return;
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(write_queue_.front()),
-                    [self = shared_from_this()](const asio::error_code& error, size_t) {
-                      self->writing_ = false;
-                      if (self->state_ != State::kOpen) return;
-                      if (error) {
-                        self->Fail(Status(ErrorCode::kConnectionClosed,
-                                          "write to " + self->endpoint_.ToString() +
-                                              " failed: " + error.message()));
-                        return;
-                      }
-                      self->Touch();
-                      self->write_queue_.pop_front();
-                      self->WriteNext();
-                    });
+  auto on_written = [self = shared_from_this()](const asio::error_code& error, size_t) {
+    self->writing_ = false;
+    if (self->state_ != State::kOpen) return;
+    if (error) {
+      self->Fail(Status(ErrorCode::kConnectionClosed, "write to " + self->endpoint_.ToString() +
+                                                          " failed: " + error.message()));
+      return;
+    }
+    self->Touch();
+    self->write_queue_.pop_front();
+    self->WriteNext();
+  };
+  OnStream([&](auto& stream) {
+    asio::async_write(stream, asio::buffer(write_queue_.front()), std::move(on_written));
+  });
 }
 
 void ClientConnection::ReadNext() {
-  socket_.async_read_some(asio::buffer(read_buffer_),
-                          [self = shared_from_this()](const asio::error_code& error,
-                                                      size_t bytes) { self->OnRead(error, bytes); });
+  auto on_read = [self = shared_from_this()](const asio::error_code& error, size_t bytes) {
+    self->OnRead(error, bytes);
+  };
+  OnStream([&](auto& stream) { stream.async_read_some(asio::buffer(read_buffer_), on_read); });
 }
 
 void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
   if (state_ != State::kOpen) return;
   if (error) {
     const bool mid_frame = reader_.InsideFrame();
-    std::string what = error == asio::error::eof ? "closed by the peer" : error.message();
+    const bool closed = error == asio::error::eof || error == asio::ssl::error::stream_truncated;
+    std::string what = closed ? "closed by the peer" : error.message();
     if (mid_frame) what += " in the middle of a frame";
     Fail(Status(ErrorCode::kConnectionClosed,
                 "connection to " + endpoint_.ToString() + " " + what));

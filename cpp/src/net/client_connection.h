@@ -1,5 +1,5 @@
-// ClientConnection: one TCP connection to a master or broker, shared by every request
-// to that node. Requests are pipelined and matched to replies by serial number; each
+// ClientConnection: one TCP (or TLS over TCP) connection to a master or broker, shared by
+// every request to that node. Requests are pipelined and matched to replies by serial number; each
 // has its own deadline. Every request completes exactly once: with its reply, with a
 // timeout, or with the transport error that closed the connection.
 //
@@ -21,6 +21,7 @@
 #include "codec/frame_codec.h"
 #include "codec/rpc_envelope.h"
 #include "net/endpoint.h"
+#include "net/tls_context.h"
 #include "tubemq/status.h"
 
 namespace tubemq::net {
@@ -38,9 +39,13 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // Every connection is owned by a shared_ptr: its handlers keep it alive with
   // shared_from_this(). The tag keeps the constructor usable by make_shared only.
   struct PrivateTag {};
+  // With `tls`, the connection is TLS from its first byte (the TLS handshake counts
+  // towards the connect timeout); the framing inside is the same.
   static std::shared_ptr<ClientConnection> Create(asio::io_context& io, Endpoint endpoint,
-                                                  ConnectionOptions options);
-  ClientConnection(PrivateTag, asio::io_context& io, Endpoint endpoint, ConnectionOptions options);
+                                                  ConnectionOptions options,
+                                                  std::shared_ptr<TlsContext> tls = nullptr);
+  ClientConnection(PrivateTag, asio::io_context& io, Endpoint endpoint, ConnectionOptions options,
+                   std::shared_ptr<TlsContext> tls);
   ~ClientConnection();
 
   ClientConnection(const ClientConnection&) = delete;
@@ -71,6 +76,17 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void StartConnect();
   void OnResolved(const asio::error_code& error, asio::ip::tcp::resolver::results_type results);
   void OnConnected(const asio::error_code& error);
+  void StartHandshake();
+  void Opened();
+  // Runs `operation` on the byte stream: the TLS stream when there is one, else the socket.
+  template <typename Operation>
+  void OnStream(Operation&& operation) {
+    if (tls_stream_) {
+      operation(*tls_stream_);
+    } else {
+      operation(socket_);
+    }
+  }
   void Enqueue(std::string frame);
   void WriteNext();
   void ReadNext();
@@ -87,6 +103,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   asio::steady_timer connect_timer_;
   const Endpoint endpoint_;
   const ConnectionOptions options_;
+  const std::shared_ptr<TlsContext> tls_;
+  // Over socket_, made once TCP is up; kept until destruction, because handlers of
+  // operations on it may still be queued when the connection fails.
+  std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_stream_;
 
   State state_ = State::kIdle;
   std::atomic<bool> closed_{false};

@@ -6,11 +6,12 @@
 
 namespace tubemq::net {
 
-std::shared_ptr<ClientConnection> ConnectionPool::Get(const Endpoint& endpoint) {
-  const std::string key = endpoint.ToString();
+std::shared_ptr<ClientConnection> ConnectionPool::Get(const Endpoint& endpoint,
+                                                      const std::shared_ptr<TlsContext>& tls) {
+  const std::string key = tls ? tls->pool_key() + "@" + endpoint.ToString() : endpoint.ToString();
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = connections_[key];
-  if (!slot || slot->closed()) slot = ClientConnection::Create(io_, endpoint, options_);
+  if (!slot || slot->closed()) slot = ClientConnection::Create(io_, endpoint, options_, tls);
   return slot;
 }
 

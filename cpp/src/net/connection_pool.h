@@ -1,5 +1,5 @@
-// ConnectionPool: the process's connections, one per remote "host:port", shared by
-// every client of the process. Closed connections are replaced on the next Get();
+// ConnectionPool: the process's connections, one per remote "host:port" (and TLS trust
+// settings, for TLS connections), shared by every client of the process. Closed connections are replaced on the next Get();
 // connections idle for too long are recycled by a periodic sweep.
 #pragma once
 
@@ -17,8 +17,10 @@ class ConnectionPool {
  public:
   ConnectionPool(asio::io_context& io, ConnectionOptions options) : io_(io), options_(options) {}
 
-  // The open (or opening) connection to `endpoint`, created if needed.
-  std::shared_ptr<ClientConnection> Get(const Endpoint& endpoint);
+  // The open (or opening) connection to `endpoint`, created if needed; over TLS with
+  // `tls`.
+  std::shared_ptr<ClientConnection> Get(const Endpoint& endpoint,
+                                        const std::shared_ptr<TlsContext>& tls = nullptr);
 
   // Closes connections with nothing pending and no traffic for `idle`. Returns how
   // many were closed.

@@ -3,7 +3,7 @@
 namespace tubemq::net {
 
 std::shared_ptr<ClientConnection> ConnectionTracker::Get(const Endpoint& endpoint) {
-  auto connection = pool_.Get(endpoint);
+  auto connection = pool_.Get(endpoint, tls_);
   std::lock_guard<std::mutex> lock(mutex_);
   auto& previous = last_used_[endpoint.ToString()];
   if (previous && previous != connection && previous->lost()) {

@@ -19,7 +19,9 @@ namespace tubemq::net {
 
 class ConnectionTracker {
  public:
-  explicit ConnectionTracker(ConnectionPool& pool) : pool_(pool) {}
+  // `tls`: the client's TLS settings, or null for plain TCP.
+  explicit ConnectionTracker(ConnectionPool& pool, std::shared_ptr<TlsContext> tls = nullptr)
+      : pool_(pool), tls_(std::move(tls)) {}
 
   // The pool's connection to `endpoint`, noting whether it replaced a lost one.
   std::shared_ptr<ClientConnection> Get(const Endpoint& endpoint);
@@ -28,6 +30,7 @@ class ConnectionTracker {
 
  private:
   ConnectionPool& pool_;
+  const std::shared_ptr<TlsContext> tls_;
   std::mutex mutex_;
   // Last connection handed out per address; kept alive (closed ones hold no socket)
   // so that "same connection" is an identity test, never a reused address.

@@ -14,7 +14,8 @@ struct Producer::Shell : service::ClientShell {
 Producer::Producer(ClientConfig config, ProducerOptions options)
     : shell_(std::make_unique<Shell>()) {
   std::vector<net::Endpoint> masters;
-  shell_->construction = service::ValidateClientConfig(config, masters);
+  std::shared_ptr<net::TlsContext> tls;
+  shell_->construction = service::ValidateClientConfig(config, masters, tls);
   if (!shell_->construction.ok()) return;
   if (options.max_in_flight < 1 || options.send_retries < 0) {
     shell_->construction = Status(ErrorCode::kInvalidArgument,
@@ -22,7 +23,7 @@ Producer::Producer(ClientConfig config, ProducerOptions options)
     return;
   }
   shell_->lease = std::make_unique<service::ServiceLease>();
-  impl_ = std::make_shared<Impl>(std::move(config), options, std::move(masters),
+  impl_ = std::make_shared<Impl>(std::move(config), options, std::move(masters), std::move(tls),
                                  shell_->lease->engine_ptr());
 }
 

@@ -27,7 +27,7 @@ Status MasterError(const char* what, int32_t code, const std::string& message) {
 }  // namespace
 
 Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
-                     std::vector<net::Endpoint> masters,
+                     std::vector<net::Endpoint> masters, std::shared_ptr<net::TlsContext> tls,
                      std::shared_ptr<service::IoEngine> engine)
     : config_(std::move(config)),
       options_(options),
@@ -36,8 +36,9 @@ Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
       sent_addr_(meta::SentAddr(local_host_)),
       client_id_(meta::MakeClientId("", local_host_)),
       engine_(std::move(engine)),
-      master_(std::make_shared<service::MasterSession>(engine_, std::move(masters))),
-      broker_connections_(engine_->pool()),
+      tls_(std::move(tls)),
+      master_(std::make_shared<service::MasterSession>(engine_, std::move(masters), tls_)),
+      broker_connections_(engine_->pool(), tls_),
       heartbeat_timer_(
           service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-heartbeat")) {}
 
@@ -139,7 +140,7 @@ void Producer::Impl::ApplyBrokerList(int64_t checksum, const std::vector<std::st
   // carries it. Replace, never merge (protocol.md §5.2).
   if (checksum == broker_checksum_ && !brokers_.empty()) return;
   Status first_error;
-  brokers_ = meta::ParseBrokerList(items, /*tls=*/false, &first_error);
+  brokers_ = meta::ParseBrokerList(items, /*tls=*/tls_ != nullptr, &first_error);
   broker_checksum_ = checksum;
   if (!first_error.ok()) TUBEMQ_LOG_WARN("ignoring a bad broker entry: " << first_error.message());
 }

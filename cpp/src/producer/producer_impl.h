@@ -43,7 +43,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   using SendCallback = Producer::SendCallback;
 
   Impl(ClientConfig config, ProducerOptions options, std::vector<net::Endpoint> masters,
-       std::shared_ptr<service::IoEngine> engine);
+       std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
   void Start(Done done);
   void Publish(std::vector<std::string> topics, Done done);
@@ -100,6 +100,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   const int32_t sent_addr_;  // local_host_ as protocol.md §5.11 wants it
   const std::string client_id_;
   std::shared_ptr<service::IoEngine> engine_;
+  const std::shared_ptr<net::TlsContext> tls_;  // null: plain TCP
   std::shared_ptr<service::MasterSession> master_;
   net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;

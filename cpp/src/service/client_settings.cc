@@ -6,7 +6,8 @@
 
 namespace tubemq::service {
 
-Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters) {
+Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters,
+                            std::shared_ptr<net::TlsContext>& tls) {
   Status status = net::ParseEndpointList(config.masters, masters);
   if (!status.ok()) return status;
   const auto positive = [](int64_t value, const char* name) {
@@ -23,7 +24,7 @@ Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoin
         positive(config.register_retry_wait_ms, "register_retry_wait_ms")}) {
     if (!check.ok()) return check;
   }
-  return Status::OK();
+  return net::TlsContext::FromConfig(config, tls);
 }
 
 std::future<Status> ReadyFuture(Status status) {

@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "net/endpoint.h"
+#include "net/tls_context.h"
 #include "service/tubemq_service.h"
 #include "tubemq/client_config.h"
 #include "tubemq/status.h"
 
 namespace tubemq::service {
 
-Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters);
+// Checks the settings every client shares; fills in the master addresses and, when the
+// config enables TLS, the client's TLS context (null otherwise).
+Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters,
+                            std::shared_ptr<net::TlsContext>& tls);
 
 std::future<Status> ReadyFuture(Status status);
 

@@ -16,8 +16,11 @@ struct MasterSession::Attempt {
 };
 
 MasterSession::MasterSession(std::shared_ptr<IoEngine> engine,
-                             std::vector<net::Endpoint> masters)
-    : engine_(std::move(engine)), connections_(engine_->pool()), masters_(std::move(masters)) {}
+                             std::vector<net::Endpoint> masters,
+                             std::shared_ptr<net::TlsContext> tls)
+    : engine_(std::move(engine)),
+      connections_(engine_->pool(), std::move(tls)),
+      masters_(std::move(masters)) {}
 
 void MasterSession::Call(codec::Method method, const google::protobuf::MessageLite& request,
                          std::chrono::milliseconds timeout, Callback callback) {

@@ -28,7 +28,8 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
       std::function<void(const Status& status, codec::RpcReply&& reply, size_t master_index)>;
 
   // Create with std::make_shared: calls in flight keep the session alive.
-  MasterSession(std::shared_ptr<IoEngine> engine, std::vector<net::Endpoint> masters);
+  MasterSession(std::shared_ptr<IoEngine> engine, std::vector<net::Endpoint> masters,
+                std::shared_ptr<net::TlsContext> tls = nullptr);
 
   void Call(codec::Method method, const google::protobuf::MessageLite& request,
             std::chrono::milliseconds timeout, Callback callback);

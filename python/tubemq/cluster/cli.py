@@ -25,6 +25,11 @@ def _parser() -> argparse.ArgumentParser:
             "--topics", required=sub is add, default="", help="comma-separated topic names"
         )
     up.add_argument("--partitions", type=int, default=4, help="partitions per topic (4)")
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="also serve TLS, with a self-signed certificate for 127.0.0.1 (see tls_ca_file)",
+    )
     commands.add_parser("status", help="exit 0 only while master and broker are up")
     commands.add_parser("down", help="stop master and broker")
     for sub in commands.choices.values():
@@ -44,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             started = time.monotonic()
             cluster = LocalCluster(args.workdir)
-            cluster.up(topics=[t.strip() for t in topics], partitions=args.partitions)
+            cluster.up(topics=[t.strip() for t in topics], partitions=args.partitions, tls=args.tls)
             print(cluster.describe())
             print(
                 f"ready in {time.monotonic() - started:.1f} s; topics: "

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tubemq.cluster.tls_keys import STORE_PASSWORD, TlsFiles
+
 # The master's admin token; the cluster only ever listens on loopback.
 ADMIN_TOKEN = "tubemq-python-local"
 BROKER_ID = 1
@@ -26,11 +28,15 @@ class Ports:
     broker_web: int
     master_metrics: int
     broker_metrics: int
+    # TLS ports of a cluster made with tls=True; 0 without TLS.
+    master_tls: int = 0
+    broker_tls_listen: int = 0
 
     @property
     def broker_tls(self) -> int:
-        # What a broker without TLS reports as its TLS port; the master's record must match.
-        return 8124
+        # The TLS port the broker reports (8124 when it serves no TLS); the master's
+        # record of the broker must match it.
+        return self.broker_tls_listen or 8124
 
 
 def _metrics_section(port: int) -> str:
@@ -45,7 +51,24 @@ promHttpPort={port}
 """
 
 
-def _master_ini(workdir: Path, ports: Ports, extra: Mapping[str, str]) -> str:
+def _tls_section(port: int, tls: TlsFiles | None) -> str:
+    if tls is None:
+        return ""
+    return f"""
+[tlsSetting]
+tlsEnable=true
+tlsPort={port}
+tlsKeyStorePath={tls.key_store}
+tlsKeyStorePassword={STORE_PASSWORD}
+tlsTwoWayAuthEnable=true
+tlsTrustStorePath={tls.trust_store}
+tlsTrustStorePassword={STORE_PASSWORD}
+"""
+
+
+def _master_ini(
+    workdir: Path, ports: Ports, extra: Mapping[str, str], tls: TlsFiles | None = None
+) -> str:
     extra_lines = "".join(f"{key}={value}\n" for key, value in extra.items())
     return f"""[master]
 hostName={HOST}
@@ -65,10 +88,12 @@ repNodePort={ports.master_replication}
 repHelperHost={HOST}:{ports.master_replication}
 metaDataPath={workdir / "master-meta"}
 metaLocalSyncPolicy=3
-{_metrics_section(ports.master_metrics)}"""
+{_metrics_section(ports.master_metrics)}{_tls_section(ports.master_tls, tls)}"""
 
 
-def _broker_ini(workdir: Path, ports: Ports, overrides: Mapping[str, str]) -> str:
+def _broker_ini(
+    workdir: Path, ports: Ports, overrides: Mapping[str, str], tls: TlsFiles | None = None
+) -> str:
     settings = {
         "brokerId": str(BROKER_ID),
         "hostName": HOST,
@@ -84,7 +109,10 @@ def _broker_ini(workdir: Path, ports: Ports, overrides: Mapping[str, str]) -> st
         **overrides,
     }
     lines = "".join(f"{key}={value}\n" for key, value in settings.items())
-    return f"[broker]\n{lines}{_metrics_section(ports.broker_metrics)}"
+    return (
+        f"[broker]\n{lines}{_metrics_section(ports.broker_metrics)}"
+        f"{_tls_section(ports.broker_tls_listen, tls)}"
+    )
 
 
 _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
@@ -106,16 +134,18 @@ def write_config(
     ports: Ports,
     master_settings: Mapping[str, str] | None = None,
     broker_settings: Mapping[str, str] | None = None,
+    tls: TlsFiles | None = None,
 ) -> None:
     """Writes master.ini, broker.ini, log4j2.xml and the two admin-page templates.
 
     ``master_settings`` adds keys to the ``[master]`` section, e.g. the authentication
     switches ``startProduceAuthenticate=true``; ``broker_settings`` adds or replaces keys
     of the ``[broker]`` section, e.g. a small ``maxSegmentSize`` so that retention has
-    whole segments to delete.
+    whole segments to delete. With ``tls``, both also serve TLS on ``ports.master_tls``
+    and ``ports.broker_tls_listen`` with that key store.
     """
-    (workdir / "master.ini").write_text(_master_ini(workdir, ports, master_settings or {}))
-    (workdir / "broker.ini").write_text(_broker_ini(workdir, ports, broker_settings or {}))
+    (workdir / "master.ini").write_text(_master_ini(workdir, ports, master_settings or {}, tls))
+    (workdir / "broker.ini").write_text(_broker_ini(workdir, ports, broker_settings or {}, tls))
     (workdir / "log4j2.xml").write_text(_LOG4J2)
     # The admin API renders its JSON through two Velocity templates: the page prints the
     # variable the action filled in, the layout prints the page.

@@ -14,6 +14,7 @@ from tubemq.cluster import maven, process
 from tubemq.cluster.admin import AdminClient
 from tubemq.cluster.config_files import BROKER_ID, HOST, Ports, write_config
 from tubemq.cluster.errors import ClusterError
+from tubemq.cluster.tls_keys import make_tls_files
 
 STATE_FILE = "cluster.json"
 MASTER_READY_TIMEOUT_S = 120.0
@@ -48,6 +49,37 @@ class LocalCluster:
         return f"{HOST}:{self.ports.master_web}"
 
     @property
+    def tls(self) -> bool:
+        """Whether master and broker also serve TLS (``up(tls=True)``)."""
+        return bool(self.ports.master_tls)
+
+    @property
+    def master_tls_address(self) -> str:
+        self._require_tls()
+        return f"{HOST}:{self.ports.master_tls}"
+
+    @property
+    def broker_tls_address(self) -> str:
+        self._require_tls()
+        return f"{HOST}:{self.ports.broker_tls_listen}"
+
+    @property
+    def tls_ca_file(self) -> Path:
+        """The PEM file that verifies the servers' certificate (clients' ``tls_ca_file``)."""
+        self._require_tls()
+        return self.workdir / "tls" / "ca.pem"
+
+    @property
+    def tls_client_files(self) -> tuple[Path, Path]:
+        """(certificate, key) PEM files of a client the servers accept (two-way TLS)."""
+        self._require_tls()
+        return self.workdir / "tls" / "client.pem", self.workdir / "tls" / "client.key"
+
+    def _require_tls(self) -> None:
+        if not self.tls:
+            raise ClusterError(f"the cluster in {self.workdir} was not made with tls=True")
+
+    @property
     def topics(self) -> list[str]:
         return list(self._state.get("topics", []))
 
@@ -78,10 +110,18 @@ class LocalCluster:
         )
 
     def describe(self) -> str:
-        return (
+        text = (
             f"master={self.master_address}\nbroker={self.broker_address}\n"
             f"master_web={self.master_web_address}"
         )
+        if self.tls:
+            text += (
+                f"\nmaster_tls={self.master_tls_address}\nbroker_tls={self.broker_tls_address}"
+                f"\ntls_ca_file={self.tls_ca_file}"
+                f"\ntls_cert_file={self.tls_client_files[0]}"
+                f"\ntls_key_file={self.tls_client_files[1]}"
+            )
+        return text
 
     # -- up ------------------------------------------------------------------------------
     def up(
@@ -92,13 +132,16 @@ class LocalCluster:
         broker_env: Mapping[str, str] | Callable[[Ports], Mapping[str, str]] | None = None,
         broker_settings: Mapping[str, str] | None = None,
         topic_settings: Mapping[str, str] | None = None,
+        tls: bool = False,
     ) -> None:
         """Starts master and broker with ``topics``; returns once all are usable.
 
         ``master_settings`` adds keys to master.ini's ``[master]`` section,
         ``broker_settings`` to broker.ini's ``[broker]`` section; ``topic_settings`` are
         extra topic properties of the admin API (e.g. ``deletePolicy="delete,1s"``) for
-        every topic this cluster deploys. ``broker_env``
+        every topic this cluster deploys. With ``tls``, master and broker also serve TLS
+        on ports of their own, with a self-signed certificate for 127.0.0.1 made by
+        ``keytool`` (see ``tls_ca_file``). ``broker_env``
         adds variables to the broker's environment (kept for restarts), or is called with
         the chosen ports to make them; fault tests use it to preload a shim.
         """
@@ -117,8 +160,15 @@ class LocalCluster:
             for stale in ("master-meta", "broker-data"):
                 shutil.rmtree(self.workdir / stale, ignore_errors=True)
         classpath = maven.server_classpath()
-        ports = Ports(*process.free_ports(7))
-        write_config(self.workdir, ports, dict(master_settings or {}), dict(broker_settings or {}))
+        tls_files = make_tls_files(self.workdir / "tls") if tls else None
+        ports = Ports(*process.free_ports(9 if tls else 7))
+        write_config(
+            self.workdir,
+            ports,
+            dict(master_settings or {}),
+            dict(broker_settings or {}),
+            tls_files,
+        )
         if callable(broker_env):
             broker_env = broker_env(ports)
         self._state = {
