@@ -9,6 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler libprotobuf-dev liblog4cplus-dev libasio-dev rapidjson-dev libssl-dev
   zlib1g-dev libgtest-dev python3-venv openjdk-17-jdk-headless maven
+  openssl  # the TLS test cluster's client key pair
 )
 
 log() { printf '[bootstrap] %s\n' "$*"; }
