@@ -73,6 +73,7 @@ def test_the_repaired_wheel_is_manylinux_and_needs_only_system_libraries(repaire
     assert any(name.startswith("libprotobuf") for name in bundled), bundled
     assert any(name.startswith("liblog4cplus") for name in bundled), bundled
     assert any(name.startswith("libcrypto") for name in bundled), bundled
+    assert any(name.startswith("libssl") for name in bundled), bundled  # TLS
     licenses = {Path(name).stem for name in names if name.startswith("tubemq/licenses/")}
     assert {"protobuf", "log4cplus", "openssl", "asio", "rapidjson", "pybind11"} <= licenses
     # Every library the extension and the bundled ones need is bundled or a system one.
@@ -110,7 +111,7 @@ def test_the_wheel_works_in_a_fresh_environment(repaired_wheel, tmp_path, master
         assert got == sent, (len(got), len(sent))
         # The native libraries came from the wheel, not from the system.
         maps = open("/proc/self/maps").read()
-        for name in ("libprotobuf", "liblog4cplus", "libcrypto"):
+        for name in ("libprotobuf", "liblog4cplus", "libcrypto", "libssl"):
             paths = {{line.split()[-1] for line in maps.splitlines() if name in line}}
             assert paths and all("tubemq.libs" in path for path in paths), (name, paths)
         print("ROUND TRIP OK", tubemq.__version__)
