@@ -92,6 +92,44 @@ public final class JavaBench {
     return os.getProcessCpuTime() / 1e9;
   }
 
+  // Counts failed sends and gives each reply's place in the in-flight window back.
+  private static MessageSentCallback windowed(Semaphore window, AtomicLong failed) {
+    return new MessageSentCallback() {
+      @Override
+      public void onMessageSent(MessageSentResult result) {
+        if (!result.isSuccess()) {
+          failed.incrementAndGet();
+        }
+        window.release();
+      }
+
+      @Override
+      public void onException(Throwable error) {
+        failed.incrementAndGet();
+        window.release();
+      }
+    };
+  }
+
+  // A pull consumer of `group` on `topic`, set up as our drivers' consumers are.
+  private static PullMessageConsumer subscribed(
+      String master,
+      MessageSessionFactory factory,
+      String topic,
+      String group,
+      ConsumePosition position,
+      long notFoundWait)
+      throws Throwable {
+    ConsumerConfig config = new ConsumerConfig(master, group);
+    config.setConsumePosition(position);
+    config.setMsgNotFoundWaitPeriodMs(notFoundWait);
+    config.setHeartbeatPeriodMs(1000);
+    PullMessageConsumer consumer = factory.createPullConsumer(config);
+    consumer.subscribe(topic, null);
+    consumer.completeSubscribe();
+    return consumer;
+  }
+
   // A few distinct payloads, built before the clock starts.
   private static List<byte[]> payloads(int size) {
     Random random = new Random(7);
@@ -116,22 +154,7 @@ public final class JavaBench {
     producer.sendMessage(new Message(topic, bodies.get(0)));
     Semaphore window = new Semaphore(IN_FLIGHT);
     AtomicLong failed = new AtomicLong();
-    MessageSentCallback callback =
-        new MessageSentCallback() {
-          @Override
-          public void onMessageSent(MessageSentResult result) {
-            if (!result.isSuccess()) {
-              failed.incrementAndGet();
-            }
-            window.release();
-          }
-
-          @Override
-          public void onException(Throwable error) {
-            failed.incrementAndGet();
-            window.release();
-          }
-        };
+    MessageSentCallback callback = windowed(window, failed);
     double cpuBefore = cpuSeconds();
     long started = System.nanoTime();
     for (long i = 0; i < count; i++) {
@@ -163,13 +186,9 @@ public final class JavaBench {
       long count,
       long notFoundWait)
       throws Throwable {
-    ConsumerConfig config = new ConsumerConfig(master, group);
-    config.setConsumePosition(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET);
-    config.setMsgNotFoundWaitPeriodMs(notFoundWait);
-    config.setHeartbeatPeriodMs(1000);
-    PullMessageConsumer consumer = factory.createPullConsumer(config);
-    consumer.subscribe(topic, null);
-    consumer.completeSubscribe();
+    PullMessageConsumer consumer =
+        subscribed(master, factory, topic, group, ConsumePosition.CONSUMER_FROM_FIRST_OFFSET,
+            notFoundWait);
     // Joining the group and the first batch are outside the measure, as for ours.
     ConsumerResult batch = null;
     long joinDeadline = System.nanoTime() + 120_000_000_000L;
@@ -235,13 +254,9 @@ public final class JavaBench {
       double rate,
       long notFoundWait)
       throws Throwable {
-    ConsumerConfig config = new ConsumerConfig(master, group);
-    config.setConsumePosition(ConsumePosition.CONSUMER_FROM_LATEST_OFFSET);
-    config.setMsgNotFoundWaitPeriodMs(notFoundWait);
-    config.setHeartbeatPeriodMs(1000);
-    PullMessageConsumer consumer = factory.createPullConsumer(config);
-    consumer.subscribe(topic, null);
-    consumer.completeSubscribe();
+    PullMessageConsumer consumer =
+        subscribed(master, factory, topic, group, ConsumePosition.CONSUMER_FROM_LATEST_OFFSET,
+            notFoundWait);
     MessageProducer producer = factory.createProducer();
     producer.publish(topic);
     long joinDeadline = System.nanoTime() + 60_000_000_000L;
@@ -259,22 +274,7 @@ public final class JavaBench {
     long periodNanos = (long) (1e9 / rate);
     AtomicLong failed = new AtomicLong();
     Semaphore window = new Semaphore(IN_FLIGHT);
-    MessageSentCallback callback =
-        new MessageSentCallback() {
-          @Override
-          public void onMessageSent(MessageSentResult result) {
-            if (!result.isSuccess()) {
-              failed.incrementAndGet();
-            }
-            window.release();
-          }
-
-          @Override
-          public void onException(Throwable error) {
-            failed.incrementAndGet();
-            window.release();
-          }
-        };
+    MessageSentCallback callback = windowed(window, failed);
     Thread sender =
         new Thread(
             () -> {

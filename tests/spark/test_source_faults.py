@@ -103,10 +103,40 @@ def _stream(spark, master: str, topic: str, name: str, checkpoint: str, **option
     )
 
 
+def _fail_then_go_on(spark, master: str, topic: str, starting: str, tmp_path) -> tuple[str, list]:
+    """Streams ``topic`` from ``starting`` twice, each query from a checkpoint of its own:
+    with failOnDataLoss, which must fail (its error text is returned), then with
+    failOnDataLoss=false, which must finish (the rows it delivered are returned)."""
+    from pyspark.errors import StreamingQueryException
+
+    query = _stream(
+        spark,
+        master,
+        topic,
+        f"loss_{uuid.uuid4().hex[:8]}",
+        str(tmp_path / "fail"),
+        startingOffsets=starting,
+    )
+    with pytest.raises(StreamingQueryException, match="failOnDataLoss=false") as caught:
+        query.awaitTermination(120)
+    name = f"loss_{uuid.uuid4().hex[:8]}"
+    query = _stream(
+        spark,
+        master,
+        topic,
+        name,
+        str(tmp_path / "go-on"),
+        startingOffsets=starting,
+        failOnDataLoss="false",
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    return str(caught.value), spark.sql(f"SELECT value, partition FROM {name}").collect()
+
+
 def test_a_partition_behind_the_queries_offset_fails_or_is_read_again(
     spark, master, spark_topics, tmp_path
 ):
-    from pyspark.errors import StreamingQueryException
 
     topic, mark = spark_topics[1], f"lost-{uuid.uuid4().hex[:8]}"
     old = produce(master, topic, f"old-{mark}", 40)
@@ -117,31 +147,8 @@ def test_a_partition_behind_the_queries_offset_fails_or_is_read_again(
     lost = sorted(start)[1]
     beyond = {**start, lost: start[lost] + 28 * 1_000_000}
 
-    query = _stream(
-        spark,
-        master,
-        topic,
-        f"lost_{uuid.uuid4().hex[:8]}",
-        str(tmp_path / "fail"),
-        startingOffsets=json.dumps(beyond),
-    )
-    with pytest.raises(StreamingQueryException, match="failOnDataLoss=false") as caught:
-        query.awaitTermination(120)
-    assert lost in str(caught.value) and "DataLossError" in str(caught.value)
-
-    name = f"lost_{uuid.uuid4().hex[:8]}"
-    query = _stream(
-        spark,
-        master,
-        topic,
-        name,
-        str(tmp_path / "go-on"),
-        startingOffsets=json.dumps(beyond),
-        failOnDataLoss="false",
-    )
-    assert query.awaitTermination(120)
-    assert query.exception() is None
-    rows = spark.sql(f"SELECT value, partition FROM {name}").collect()
+    error, rows = _fail_then_go_on(spark, master, topic, json.dumps(beyond), tmp_path)
+    assert lost in error and "DataLossError" in error
     assert sorted(marked(rows, mark)) == sorted(sent)  # every new message once
     # The reset partition was read again from its first message: older ones too, and
     # only from it.
@@ -176,7 +183,7 @@ def short_retention(tmp_path_factory):
 
 
 def test_a_start_offset_deleted_by_retention_fails_or_is_skipped(spark, short_retention, tmp_path):
-    from pyspark.errors import PySparkException, StreamingQueryException
+    from pyspark.errors import PySparkException
 
     master, mark = short_retention.master_address, f"kept-{uuid.uuid4().hex[:8]}"
     produce(master, RETAINED, "early", 100)
@@ -203,29 +210,7 @@ def test_a_start_offset_deleted_by_retention_fails_or_is_skipped(spark, short_re
     assert min(r.batch_offset for r in rows) >= first
 
     # Streaming from a checkpoint-like start inside the deleted range: the same.
-    query = _stream(
-        spark,
-        master,
-        RETAINED,
-        f"ret_{uuid.uuid4().hex[:8]}",
-        str(tmp_path / "fail"),
-        startingOffsets=json.dumps(start),
-    )
-    with pytest.raises(StreamingQueryException, match="failOnDataLoss=false") as caught:
-        query.awaitTermination(120)
-    assert "were deleted" in str(caught.value)
-    name = f"ret_{uuid.uuid4().hex[:8]}"
-    query = _stream(
-        spark,
-        master,
-        RETAINED,
-        name,
-        str(tmp_path / "go-on"),
-        startingOffsets=json.dumps(start),
-        failOnDataLoss="false",
-    )
-    assert query.awaitTermination(120)
-    assert query.exception() is None
-    streamed = spark.sql(f"SELECT value, partition FROM {name}").collect()
+    error, streamed = _fail_then_go_on(spark, master, RETAINED, json.dumps(start), tmp_path)
+    assert "were deleted" in error
     assert len(streamed) == (end - first) // 28
     assert sorted(marked(streamed, mark)) == sorted(kept)
