@@ -19,6 +19,7 @@ import uuid
 import pytest
 
 import tubemq
+from ctrl_c import delay_after_signal, interrupting_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -268,8 +269,8 @@ def _silent_master() -> socket.socket:
 def test_ctrl_c_interrupts_a_blocked_consumer_or_start_within_200ms(master, topics, call):
     with _silent_master() as hung:
         hung_address = f"127.0.0.1:{hung.getsockname()[1]}"
-        script = textwrap.dedent(f"""
-            import os, signal, sys, threading, time, tubemq
+        script = interrupting_script(f"""
+            import tubemq
             call = {call!r}
             if call.startswith("start"):
                 master, kwargs = {hung_address!r}, dict(rpc_timeout_ms=60000, register_attempts=3)
@@ -277,12 +278,7 @@ def test_ctrl_c_interrupts_a_blocked_consumer_or_start_within_200ms(master, topi
                 master, kwargs = {master!r}, {{}}
                 consumer = tubemq.Consumer(master=master, group={_unique("sigint")!r},
                                            topics=[{topics[5]!r}], consume_from="latest")
-            stamp = {{}}
-            def interrupt():
-                time.sleep(1.0)
-                stamp["sent"] = time.monotonic()
-                os.kill(os.getpid(), signal.SIGINT)
-            threading.Thread(target=interrupt, daemon=True).start()
+            interrupt_in_a_second()
             try:
                 if call == "poll":
                     consumer.poll(60.0)
@@ -296,16 +292,14 @@ def test_ctrl_c_interrupts_a_blocked_consumer_or_start_within_200ms(master, topi
                 else:
                     tubemq.Consumer(master=master, group="g_hung", topics=["t_hung"], **kwargs)
             except KeyboardInterrupt:
-                print("interrupted after", time.monotonic() - stamp["sent"], flush=True)
-                os._exit(0)
-            print("not interrupted", flush=True)
-            os._exit(1)
+                report_interrupted()
+            report_not_interrupted()
         """)
         done = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
         )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
-    delay = float(done.stdout.strip().splitlines()[-1].split()[-1])
+    delay = delay_after_signal(done.stdout)
     assert delay < 0.2, delay
 
 

@@ -16,7 +16,6 @@ import logging
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 
@@ -24,6 +23,7 @@ import pytest
 from proxy import FaultProxy
 
 import tubemq
+from ctrl_c import delay_after_signal, interrupting_script
 from tubemq.cluster import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -265,20 +265,15 @@ def test_a_dead_first_master_is_skipped_by_producer_and_consumer(proxied, dead, 
 def test_ctrl_c_interrupts_a_call_blocked_on_a_blackholed_broker(
     proxied, broker_proxy, blocking_call
 ):
-    script = textwrap.dedent(f"""
-        import os, signal, sys, threading, time, tubemq
+    script = interrupting_script(f"""
+        import tubemq
         client = tubemq.Producer(master={proxied.cluster.master_address!r},
                                  rpc_timeout_ms=60000)
         client.publish({TOPIC!r})
         client.send({TOPIC!r}, b"warm")
         print("ready", flush=True)
         sys.stdin.readline()  # the parent blackholes the broker, then writes a line
-        stamp = {{}}
-        def interrupt():
-            time.sleep(1.0)
-            stamp["sent"] = time.monotonic()
-            os.kill(os.getpid(), signal.SIGINT)
-        threading.Thread(target=interrupt, daemon=True).start()
+        interrupt_in_a_second()
         try:
             if {blocking_call!r} == "flush":
                 client.send_async({TOPIC!r}, b"stuck")
@@ -286,10 +281,8 @@ def test_ctrl_c_interrupts_a_call_blocked_on_a_blackholed_broker(
             else:
                 client.send({TOPIC!r}, b"stuck")
         except KeyboardInterrupt:
-            print("interrupted after", time.monotonic() - stamp["sent"], flush=True)
-            os._exit(0)
-        print("not interrupted", flush=True)
-        os._exit(1)
+            report_interrupted()
+        report_not_interrupted()
     """)
     child = subprocess.Popen(
         [sys.executable, "-c", script],
@@ -307,5 +300,5 @@ def test_ctrl_c_interrupts_a_call_blocked_on_a_blackholed_broker(
     finally:
         child.kill()
     assert child.returncode == 0, out + err
-    delay = float(out.strip().splitlines()[-1].split()[-1])
+    delay = delay_after_signal(out)
     assert delay < 0.2, delay

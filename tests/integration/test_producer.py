@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -14,6 +13,7 @@ import uuid
 import pytest
 
 import tubemq
+from ctrl_c import delay_after_signal, interrupting_script
 from tubemq import _core
 
 pytestmark = pytest.mark.integration
@@ -214,16 +214,11 @@ def test_callback_exceptions_do_not_stop_delivery(master, topics, caplog):
 
 @pytest.mark.parametrize("blocking_call", ["flush", "send"])
 def test_ctrl_c_interrupts_a_blocking_call_quickly(master, topics, blocking_call):
-    script = textwrap.dedent(f"""
-        import os, signal, sys, threading, time, tubemq
+    script = interrupting_script(f"""
+        import tubemq
         client = tubemq.Producer(master={master!r}, max_in_flight=50)
         client.publish({topics[6]!r})
-        stamp = {{}}
-        def interrupt():
-            time.sleep(1.0)
-            stamp["sent"] = time.monotonic()
-            os.kill(os.getpid(), signal.SIGINT)
-        threading.Thread(target=interrupt, daemon=True).start()
+        interrupt_in_a_second()
         value = b"x" * 1024
         try:
             if {blocking_call!r} == "flush":
@@ -236,14 +231,12 @@ def test_ctrl_c_interrupts_a_blocking_call_quickly(master, topics, blocking_call
                 while True:
                     client.send({topics[6]!r}, value)
         except KeyboardInterrupt:
-            print("interrupted after", time.monotonic() - stamp["sent"])
-            sys.exit(0)
-        print("not interrupted")
-        sys.exit(1)
+            report_interrupted()
+        report_not_interrupted()
     """)
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    delay = float(done.stdout.strip().splitlines()[-1].split()[-1])
+    delay = delay_after_signal(done.stdout)
     assert delay < 0.2, delay
