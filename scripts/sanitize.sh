@@ -6,7 +6,8 @@
 #         -> build/tsan
 #   python  the Python suite (unit, integration, faults, spark) on an extension built with
 #         ASan+UBSan (-> .venv-asan, build/asan-python), with the clusters the tests start
-#         themselves (run scripts/bootstrap.sh first: it installs Java, Maven and the jars).
+#         themselves (run scripts/bootstrap.sh first: it installs Java and Maven; the first
+#         cluster fetches the server jars into ~/.m2).
 #         Leak detection is off: the interpreter itself keeps memory until exit.
 # Usage: scripts/sanitize.sh [asan] [tsan] [python]   (no argument: asan and tsan).
 # JOBS=2 by default; any finding aborts its test, so the command fails.
