@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever this Debian machine lacks for tubemq, then builds and installs the
-# package into ./.venv. Idempotent: each step checks first and reuses caches (apt's,
-# pip's in ~/.cache/pip, Maven's in ~/.m2), so a second run takes seconds.
+# package into ./.venv. Idempotent: each step checks first, so a second run takes seconds.
+# It needs no cache: scripts/fresh_check.sh proves that from an empty pip cache and an
+# empty Maven repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,9 +36,13 @@ fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" "pytest>=8" ruff
+# Third-party packages install the ordinary way, with build isolation: an sdist among them
+# (pyspark is one) then brings its own build tools and needs nothing from a warm cache.
+# shellcheck disable=SC2046  # one requirement per word
+python -m pip install -q $(python scripts/extras.py build test spark docs)
 
-# Build in a fixed directory so that repeated runs rebuild only what changed.
+# Only our own package is built without isolation, in a fixed directory, so that repeated
+# runs rebuild only what changed.
 log "building and installing tubemq into .venv"
-python -m pip install -q --no-build-isolation -Cbuild-dir=build/release ".[test,spark,docs]"
+python -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/release .
 log "ready: $(python -c 'import tubemq; print("tubemq", tubemq.__version__)')"
