@@ -230,6 +230,8 @@ void RegisterConsumer(py::module_& module) {
       .def_property_readonly("message_id", [](const PyMessage& self) {
         return self.message().message_id;
       })
+      .def_property_readonly("index", [](const PyMessage& self) { return self.index; },
+                             "Position of the message in its batch (0 for the first).")
       .def_property_readonly("topic", [](const PyMessage& self) { return self.batch->topic; })
       .def_property_readonly("partition_key",
                              [](const PyMessage& self) { return self.batch->partition_key; })
