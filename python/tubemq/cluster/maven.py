@@ -7,6 +7,11 @@ small POM of our own for the rest: the newest published ``tubemq-core``/``tubemq
 (1.13.0, whose parents do resolve) and the third-party libraries the server declares, at
 the versions InLong's 1.13.0 build manages (``dependency:copy-dependencies``). The local
 repository (``~/.m2``) makes later runs offline and fast.
+
+``TUBEMQ_MAVEN_REPO`` names another local repository (Maven's ``-Dmaven.repo.local``). The
+copied jars then live inside that repository too, so a run with an empty one resolves
+everything afresh and uses nothing from ``~/.m2`` or ``~/.cache/tubemq``
+(``scripts/fresh_check.sh`` relies on that).
 """
 
 from __future__ import annotations
@@ -85,7 +90,23 @@ def _pom() -> str:
     )
 
 
+REPO_ENV = "TUBEMQ_MAVEN_REPO"
+
+
+def local_repository() -> Path | None:
+    """The Maven local repository named by ``TUBEMQ_MAVEN_REPO``; None: Maven's default."""
+    repo = os.environ.get(REPO_ENV)
+    return Path(repo).expanduser().absolute() if repo else None
+
+
 def cache_dir() -> Path:
+    """Where the resolved jars are copied to (and found on later runs)."""
+    repo = local_repository()
+    if repo is not None:
+        # Inside the named repository, never shared with the default one: a jar found here
+        # was fetched into that repository. Maven ignores the directory (no groupId has a dot
+        # in front).
+        return repo / ".tubemq-python" / f"server-{SERVER_VERSION}"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tubemq" / f"server-{SERVER_VERSION}"
 
@@ -120,6 +141,9 @@ def server_classpath() -> list[Path]:
         f"-DoutputDirectory={lib}",
         f"-Dartifact=org.apache.inlong:tubemq-server:{SERVER_VERSION}",
     ]
+    repo = local_repository()
+    if repo is not None:
+        command.append(f"-Dmaven.repo.local={repo}")
     result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
