@@ -10,6 +10,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler libprotobuf-dev liblog4cplus-dev libasio-dev rapidjson-dev libssl-dev
   zlib1g-dev libgtest-dev python3-venv openjdk-17-jdk-headless maven
+  python3-dev  # Python.h for the extension, when the venv is made from Debian's python3
   openssl  # the TLS test cluster's client key pair
 )
 
@@ -38,8 +39,12 @@ source .venv/bin/activate
 python -m pip install -q --upgrade pip
 # Third-party packages install the ordinary way, with build isolation: an sdist among them
 # (pyspark is one) then brings its own build tools and needs nothing from a warm cache.
-# shellcheck disable=SC2046  # one requirement per word
-python -m pip install -q $(python scripts/extras.py build test spark docs)
+# `build` too: our own build below runs without isolation, on what is installed here.
+# An assignment, so that set -e stops on a failing extras.py; an array, so that no
+# requirement is split or globbed. tests/unit/test_bootstrap.py keeps these lines honest.
+requirements=$(python scripts/extras.py build runtime test spark docs)
+mapfile -t requirements <<<"$requirements"
+python -m pip install -q "${requirements[@]}"
 
 # Only our own package is built without isolation, in a fixed directory, so that repeated
 # runs rebuild only what changed.

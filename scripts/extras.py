@@ -1,15 +1,17 @@
-"""Prints the requirements of pyproject.toml's build system and optional extras, one per line.
+"""Prints requirements of pyproject.toml, one per line: of the build system (`build`), of the
+project itself (`runtime`, its `dependencies`) and of optional extras (by name).
 
 bootstrap.sh installs them with pip's ordinary build isolation before it builds our own
-package without isolation; reading them here keeps pyproject.toml their only owner.
-Usage: python scripts/extras.py [build] [EXTRA ...]
+package without isolation and without dependencies; reading them here keeps pyproject.toml
+their only owner. Usage: python scripts/extras.py [build] [runtime] [EXTRA ...]
 """
 
 from __future__ import annotations
 
 import sys
-import tomllib  # bootstrap runs on the machine's python3 (3.11 or newer)
 from pathlib import Path
+
+import tomllib  # bootstrap runs on the machine's python3 (3.11 or newer)
 
 
 def requirements(groups: list[str]) -> list[str]:
@@ -18,6 +20,8 @@ def requirements(groups: list[str]) -> list[str]:
     for group in groups:
         if group == "build":
             found += project["build-system"]["requires"]
+        elif group == "runtime":
+            found += project["project"].get("dependencies", [])
         else:
             found += project["project"]["optional-dependencies"][group]
     return found
