@@ -28,4 +28,5 @@ def requirements(groups: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(requirements(sys.argv[1:])))
+    # One line each, and nothing at all for none (not an empty line, which is no requirement).
+    sys.stdout.write("".join(f"{line}\n" for line in requirements(sys.argv[1:])))
