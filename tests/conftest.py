@@ -7,6 +7,9 @@ pool by name and never assume fixed ports.
 Set ``TUBEMQ_TEST_CLUSTER_DIR`` to the working directory of a cluster started with
 ``tubemq cluster up --topics <the pool below>`` to reuse it across runs (it is then left
 running); otherwise the session starts one in a temporary directory and stops it at the end.
+The cluster and the Java peers (``java_classes``) take their jars from one place,
+``tubemq.cluster.maven.server_classpath()``, so ``TUBEMQ_MAVEN_REPO`` chooses the Maven
+repository for both.
 """
 
 from __future__ import annotations
