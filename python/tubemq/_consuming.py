@@ -1,9 +1,21 @@
 """What both consumer kinds share: polling, committing, offsets, pausing, closing.
 
-A fetch brings a batch from one partition; its messages are handed out one by one. A
-batch is committed when all its messages were handed out and the next one is asked for
-(``auto_commit``, the default), or explicitly with ``commit()``; ``nack()`` rolls it
-back so it is delivered again. Delivery is at least once.
+A fetch brings a batch from one partition; its messages are handed out one by one. The
+broker keeps one position per partition and moves it a whole batch at a time, so:
+
+* ``commit(message)`` says that ``message`` and every earlier message of its batch are
+  processed. The batch is confirmed to the broker once its last message is committed;
+  until then the rest of the batch keeps being handed out, and the partition delivers
+  nothing new. ``commit()`` commits every message handed out so far; ``commit(batch)``
+  a batch from ``poll_batch()``.
+* With ``auto_commit`` (the default) a batch whose messages were all handed out counts as
+  processed when the next one is asked for.
+* ``nack(message)`` rolls the whole batch back: it is delivered again, the messages
+  already handed out included, and its messages not handed out yet are not.
+* A batch that is not confirmed when the consumer closes, or within
+  ``confirm_timeout_ms``, is rolled back the same way.
+
+No call confirms a message that was not handed out. Delivery is at least once.
 
 Everything runs on the caller's thread: ``poll()`` blocks in C++ with the GIL released
 and wakes as soon as a partition is ready.
@@ -19,7 +31,7 @@ from typing import Any
 
 from tubemq import _core, _lifecycle
 from tubemq._stats import StatsCallback, StatsReporter
-from tubemq.errors import ConfigError, TubeMQError
+from tubemq.errors import CommitError, ConfigError, TubeMQError
 
 Message = _core.Message
 _logger = logging.getLogger("tubemq.consumer")
@@ -43,6 +55,23 @@ def _note_fork() -> None:
 os.register_at_fork(after_in_child=_note_fork)
 
 
+class _Unsettled:
+    """A fetched batch not confirmed to the broker yet, and how much of it is committed."""
+
+    __slots__ = ("batch", "committed", "size", "warned")
+
+    def __init__(self, batch: _core.Batch) -> None:
+        self.batch = batch
+        self.size = len(batch)
+        self.committed = 0  # messages 0 .. committed-1 are processed
+        self.warned = False
+
+
+_SETTLED_MEMORY = 1024
+"""How many confirmed or rolled-back batches a consumer remembers, so that a late commit
+of one of their messages is answered truthfully (a no-op, or CommitError)."""
+
+
 class ConsumerBase:
     """The shared half of :class:`tubemq.Consumer` and :class:`tubemq.AssignedConsumer`."""
 
@@ -59,8 +88,9 @@ class ConsumerBase:
         self._pid = os.getpid()
         self._auto_commit: bool = config["auto_commit"]
         self._native: _core.Consumer | None = native
-        self._pending: list[Message] = []
-        self._outstanding: dict[str, _core.Batch] = {}  # fetched, not yet committed
+        self._pending: list[Message] = []  # of the batch being handed out, reversed
+        self._outstanding: dict[str, _Unsettled] = {}  # by confirm context
+        self._settled: dict[str, bool] = {}  # recently settled contexts: consumed?
         try:
             native.start()
         except BaseException:
@@ -86,8 +116,9 @@ class ConsumerBase:
             batch = native.poll(timeout)
             self._after_fetch(native)
             if batch is None:
+                self._warn_if_waiting_for_commits()
                 return None
-            self._outstanding[batch.confirm_context] = batch
+            self._track(batch)
             self._pending = batch.messages()
             self._pending.reverse()
         return self._pending.pop()
@@ -111,8 +142,9 @@ class ConsumerBase:
         batch = native.poll(timeout)
         self._after_fetch(native)
         if batch is None:
+            self._warn_if_waiting_for_commits()
             return None
-        self._outstanding[batch.confirm_context] = batch
+        self._track(batch)
         return batch
 
     def consume(self, max_messages: int = 100, timeout: float = 1.0) -> list[Message]:
@@ -132,14 +164,38 @@ class ConsumerBase:
             if message is not None:
                 yield message
 
-    def commit(self, message: Message | _core.Batch) -> None:
-        """Commits the batch ``message`` came in, or a batch from ``poll_batch()`` (all
-        its messages count as consumed)."""
-        self._confirm(message, consumed=True)
+    def commit(self, message: Message | _core.Batch | None = None) -> None:
+        """Marks ``message`` and every earlier message of its batch as processed; the
+        batch is confirmed to the broker once its last message is committed. A ``Batch``
+        from ``poll_batch()`` is confirmed whole. Without an argument, every message
+        handed out so far is committed. Committing a message whose batch was confirmed
+        already does nothing; one whose batch was rolled back raises CommitError."""
+        native = self._live()
+        if message is None:
+            for context, entry in list(self._outstanding.items()):
+                entry.committed = max(entry.committed, self._handed_out(entry))
+                if entry.committed == entry.size:
+                    self._confirm(native, context, consumed=True)
+            return
+        context, upto = self._commit_target(message, "commit")
+        target = self._outstanding.get(context)
+        if target is None:
+            self._confirm_unknown(native, context, consumed=True)
+            return
+        target.committed = max(target.committed, target.size if upto is None else upto)
+        if target.committed == target.size:
+            self._confirm(native, context, consumed=True)
 
     def nack(self, message: Message | _core.Batch) -> None:
-        """Rolls back the batch ``message`` came in: it will be delivered again."""
-        self._confirm(message, consumed=False)
+        """Rolls back the batch ``message`` came in: the whole batch is delivered again
+        (its messages handed out already included), and its messages not handed out yet
+        are dropped from this consumer's hand-out."""
+        native = self._live()
+        context, _ = self._commit_target(message, "nack")
+        if context in self._outstanding:
+            self._confirm(native, context, consumed=False)
+        else:
+            self._confirm_unknown(native, context, consumed=False)
 
     def offsets(self) -> dict[str, dict[str, int]]:
         """Per held partition: committed ``offset`` and ``max_offset`` (index positions, as
@@ -197,8 +253,11 @@ class ConsumerBase:
         if self._stats is not None:
             self._stats.stop()
         try:
-            if self._auto_commit and not self._pending:
+            if self._auto_commit:
                 self._commit_outstanding(native)
+            # What stays unconfirmed (a batch still being handed out, or, without
+            # auto_commit, one not committed to its last message) is rolled back when the
+            # consumer leaves: delivered again to the group's next reader.
         finally:
             self._native = None
             self._pending = []
@@ -230,16 +289,16 @@ class ConsumerBase:
         """Called on the caller's thread after every fetch attempt."""
 
     def _settle_partition(self, partition_key: str, consumed: bool) -> None:
-        """Confirms the batches of one partition still outstanding here, and forgets
-        their messages not handed out yet."""
+        """Settles the batches of one partition still outstanding here. A batch with
+        messages not handed out yet is rolled back whatever ``consumed`` says: nothing
+        is confirmed that was not handed out."""
         native = self._live()
-        for context, batch in list(self._outstanding.items()):
-            if batch.partition_key != partition_key:
+        for context, entry in list(self._outstanding.items()):
+            if entry.batch.partition_key != partition_key:
                 continue
-            del self._outstanding[context]
-            self._pending = [m for m in self._pending if m.confirm_context != context]
+            whole = consumed and self._handed_out(entry) == entry.size
             try:
-                native.confirm(context, consumed)
+                self._confirm(native, context, consumed=whole)
             except TubeMQError as error:
                 _logger.warning("settling %s did not complete: %s", context, error)
 
@@ -260,21 +319,97 @@ class ConsumerBase:
         if unknown:
             raise ConfigError(f"not held by this consumer: {unknown}", key="partition_keys")
 
-    def _confirm(self, message: Message | _core.Batch, consumed: bool) -> None:
-        native = self._live()
-        context = message.confirm_context
-        if context in self._outstanding:
-            del self._outstanding[context]
-            self._pending = [m for m in self._pending if m.confirm_context != context]
-        native.confirm(context, consumed)
+    def _track(self, batch: _core.Batch) -> None:
+        # A new batch of a partition whose previous batch is still outstanding here means
+        # the core gave that one up (confirm_timeout_ms): it is delivered again.
+        key = batch.partition_key
+        for context, entry in list(self._outstanding.items()):
+            if entry.batch.partition_key == key:
+                del self._outstanding[context]
+                self._remember(context, consumed=False)
+        self._outstanding[batch.confirm_context] = _Unsettled(batch)
+
+    def _handed_out(self, entry: _Unsettled) -> int:
+        """How many of a batch's messages were handed out: all but those still pending
+        (only the batch being handed out has any)."""
+        pending = self._pending
+        if pending and pending[0].confirm_context == entry.batch.confirm_context:
+            return entry.size - len(pending)
+        return entry.size
+
+    @staticmethod
+    def _commit_target(message: object, verb: str) -> tuple[str, int | None]:
+        """The confirm context of ``message`` and how many messages of its batch it
+        covers (None: the whole batch)."""
+        if isinstance(message, _core.Message):
+            return message.confirm_context, message.index + 1
+        if isinstance(message, _core.Batch):
+            return message.confirm_context, None
+        raise ConfigError(
+            f"{verb}() takes a Message or a Batch this consumer handed out, "
+            f"got {type(message).__name__}",
+            key="message",
+        )
+
+    def _confirm(self, native: _core.Consumer, context: str, consumed: bool) -> None:
+        """Confirms (or rolls back) an outstanding batch and forgets it here."""
+        del self._outstanding[context]
+        if not consumed and self._pending and self._pending[0].confirm_context == context:
+            self._pending = []  # rolled back: those messages come again with the batch
+        self._remember(context, consumed)
+        try:
+            native.confirm(context, consumed)
+        except CommitError:
+            # The partition moved to another member: the batch goes to its new holder.
+            self._remember(context, consumed=False)
+            raise
+
+    def _confirm_unknown(self, native: _core.Consumer, context: str, consumed: bool) -> None:
+        """A commit or nack of a batch not outstanding here: answered from memory where
+        it was settled recently, otherwise by the core (which refuses stale contexts)."""
+        settled = self._settled.get(context)
+        if settled is None:
+            native.confirm(context, consumed)
+        elif consumed and not settled:
+            raise CommitError(
+                2004,
+                f"the batch of {context} was rolled back (nack, rebalance, unassign, close "
+                "or confirm_timeout_ms) and is delivered again; commit those messages then",
+            )
+        # A commit of a committed batch, or a nack of a settled one: nothing to do.
+
+    def _remember(self, context: str, consumed: bool) -> None:
+        settled = self._settled
+        settled[context] = consumed
+        if len(settled) > _SETTLED_MEMORY:
+            del settled[next(iter(settled))]
+
+    def _warn_if_waiting_for_commits(self) -> None:
+        """Without auto_commit, a batch handed out whole but not committed to its last
+        message holds its partition: say so once, as it looks like a stall."""
+        if self._auto_commit:
+            return
+        for entry in self._outstanding.values():
+            if not entry.warned and self._handed_out(entry) == entry.size:
+                entry.warned = True
+                _logger.warning(
+                    "%s: %d of the %d messages of its last batch are not committed; the "
+                    "partition delivers nothing new until they are (commit() or commit of "
+                    "the batch's last message), or until confirm_timeout_ms rolls it back",
+                    entry.batch.partition_key,
+                    entry.size - entry.committed,
+                    entry.size,
+                )
 
     def _commit_outstanding(self, native: _core.Consumer) -> None:
-        # Auto-commit never fails a poll: a batch whose partition moved away (2004) goes
-        # to its new holder, and a commit RPC that failed is settled by the partition's
-        # next fetch. Either way delivery stays at least once.
-        outstanding, self._outstanding = self._outstanding, {}
-        for context in outstanding:
+        # Auto-commit of every batch handed out whole. It never fails a poll: a batch
+        # whose partition moved away (2004) goes to its new holder, and a commit RPC that
+        # failed is settled by the partition's next fetch. Either way delivery stays at
+        # least once.
+        for context, entry in list(self._outstanding.items()):
+            if self._handed_out(entry) < entry.size:
+                continue
             try:
-                native.confirm(context, True)
+                self._confirm(native, context, consumed=True)
             except TubeMQError as error:
                 _logger.warning("auto-commit of %s did not complete: %s", context, error)

@@ -157,7 +157,9 @@ class Consumer:
                 return consumer.poll(0)  # already fetched: no wait, no thread hop
             return await self._thread.run(consumer.poll, timeout)
 
-    async def commit(self, message: Message) -> None:
+    async def commit(self, message: Message | None = None) -> None:
+        """As :meth:`tubemq.Consumer.commit`: ``message`` and the earlier messages of its
+        batch; without an argument, everything handed out so far."""
         async with self._serial():
             await self._thread.run(self._live().commit, message)
 

@@ -126,7 +126,8 @@ class AssignedConsumer(ConsumerBase):
 
     def unassign(self, partition_keys: Iterable[str], commit: bool = True) -> None:
         """Gives partitions back. With ``commit`` the last batch fetched from each counts
-        as consumed; without, it is rolled back for the group's next reader."""
+        as consumed if all its messages were handed out; otherwise, or without
+        ``commit``, it is rolled back for the group's next reader."""
         if isinstance(partition_keys, str):
             raise TypeError("pass a list of partition keys, e.g. consumer.assignment()")
         native = self._live()

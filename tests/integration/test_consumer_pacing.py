@@ -124,7 +124,7 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
             if batch and batch[0].partition_key == partition:
                 again, again_at = batch, time.monotonic()
             elif batch:
-                consumer.commit(batch[0])  # the other partitions' batches are settled
+                consumer.commit(batch[-1])  # the other partitions' batches are settled
         assert again, f"the batch of {partition} was never delivered again"
         # Not before the timeout (the sweep runs every second), and the very same batch.
         assert again_at - fetched_at >= 2.5
@@ -134,7 +134,7 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
         with pytest.raises(tubemq.CommitError) as info:
             consumer.commit(first[0])  # its batch timed out: the old context is void
         assert info.value.code == 2004
-        consumer.commit(again[0])
+        consumer.commit(again[-1])
         # Committed this time: it does not come back, not even after another timeout.
         settled = {m.message_id for m in again}
         deadline = time.monotonic() + 5
@@ -142,7 +142,7 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
             batch = consumer.consume(1000, timeout=0.5)
             assert not settled & {m.message_id for m in batch}, "a committed batch came back"
             if batch:
-                consumer.commit(batch[0])
+                consumer.commit(batch[-1])
 
 
 def test_an_empty_topic_is_fetched_at_most_every_msg_not_found_wait(master, fetch_log):
