@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "errors.h"
+#include "text.h"
 #include "tubemq/consumer.h"
 #include "wait.h"
 
@@ -89,18 +90,21 @@ class PyConsumer {
     return out;
   }
 
-  void Assign(const std::string& key, int64_t offset) {
-    const Status status = WithoutGil([&] { return consumer_->Assign(key, offset); });
+  // Partition keys and confirm contexts come back as WireString: they are names the
+  // server gave, in the form WireText handed them out.
+  void Assign(const WireString& key, int64_t offset) {
+    const Status status = WithoutGil([&] { return consumer_->Assign(key.bytes, offset); });
     Check(status);
   }
 
-  void Unassign(const std::string& key, bool commit) {
-    const Status status = WithoutGil([&] { return consumer_->Unassign(key, commit); });
+  void Unassign(const WireString& key, bool commit) {
+    const Status status = WithoutGil([&] { return consumer_->Unassign(key.bytes, commit); });
     Check(status);
   }
 
-  void Confirm(const std::string& context, bool consumed) {
-    const Status status = WithoutGil([&] { return consumer_->Confirm(context, consumed); });
+  void Confirm(const WireString& context, bool consumed) {
+    const Status status =
+        WithoutGil([&] { return consumer_->Confirm(context.bytes, consumed); });
     Check(status);
   }
 
@@ -216,6 +220,17 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
                         py::make_tuple(py::bytes(attr_offsets), keys.ToPython(), items.ToPython()));
 }
 
+// msgType / msgTime: None when the message has none.
+py::object OptionalText(const std::string& text) {
+  return text.empty() ? py::object(py::none()) : py::object(WireText(text));
+}
+
+py::list TextList(const std::vector<std::string>& names) {
+  py::list out;
+  for (const std::string& name : names) out.append(WireText(name));
+  return out;
+}
+
 }  // namespace
 
 void RegisterConsumer(py::module_& module) {
@@ -232,32 +247,56 @@ void RegisterConsumer(py::module_& module) {
       })
       .def_property_readonly("index", [](const PyMessage& self) { return self.index; },
                              "Position of the message in its batch (0 for the first).")
-      .def_property_readonly("topic", [](const PyMessage& self) { return self.batch->topic; })
-      .def_property_readonly("partition_key",
-                             [](const PyMessage& self) { return self.batch->partition_key; })
+      .def_property_readonly("topic",
+                             [](const PyMessage& self) { return WireText(self.batch->topic); })
+      .def_property_readonly(
+          "partition_key", [](const PyMessage& self) { return WireText(self.batch->partition_key); })
       .def_property_readonly("batch_offset", [](const PyMessage& self) { return self.batch->offset; })
-      .def_property_readonly("confirm_context",
-                             [](const PyMessage& self) { return self.batch->confirm_context; })
-      .def_property_readonly("msg_type", [](const PyMessage& self) {
-        return self.message().msg_type.empty() ? py::object(py::none())
-                                               : py::object(py::str(self.message().msg_type));
+      .def_property_readonly("confirm_context", [](const PyMessage& self) {
+        return WireText(self.batch->confirm_context);
       })
-      .def_property_readonly("msg_time", [](const PyMessage& self) {
-        return self.message().msg_time.empty() ? py::object(py::none())
-                                               : py::object(py::str(self.message().msg_time));
-      })
-      .def_property_readonly("attrs", [](const PyMessage& self) {
-        py::dict out;
-        for (const auto& [key, value] : self.message().properties) out[py::str(key)] = value;
-        return out;
-      })
+      // Text fields are as the producer wrote them, decoded by WireText: never raises,
+      // and .encode("utf-8", "surrogateescape") gives the bytes back (docs/consumers.md).
+      .def_property_readonly(
+          "msg_type", [](const PyMessage& self) { return OptionalText(self.message().msg_type); },
+          "The msgType item, or None; bytes that are not UTF-8 come as lone surrogates.")
+      .def_property_readonly(
+          "msg_time", [](const PyMessage& self) { return OptionalText(self.message().msg_time); },
+          "The msgTime item (12 digits, yyyyMMddHHmm), or None.")
+      .def_property_readonly(
+          "attrs",
+          [](const PyMessage& self) {
+            py::dict out;
+            for (const auto& [key, value] : self.message().properties) {
+              out[WireText(key)] = WireText(value);
+            }
+            return out;
+          },
+          "The attributes, str to str; bytes that are not UTF-8 come as lone surrogates.")
+      .def_property_readonly(
+          "raw_msg_type",
+          [](const PyMessage& self) {
+            const std::string& type = self.message().msg_type;
+            return type.empty() ? py::object(py::none()) : py::object(py::bytes(type));
+          },
+          "The msgType item exactly as the producer wrote it, or None.")
+      .def_property_readonly(
+          "raw_attrs",
+          [](const PyMessage& self) {
+            py::dict out;
+            for (const auto& [key, value] : self.message().properties) {
+              out[py::bytes(key)] = py::bytes(value);
+            }
+            return out;
+          },
+          "The attributes exactly as the producer wrote them, bytes to bytes.")
       .def("__len__", [](const PyMessage& self) { return self.message().body.size(); });
 
   py::class_<ReceivedBatch, std::shared_ptr<ReceivedBatch>>(module, "Batch",
                                                              "The messages of one fetch.")
-      .def_readonly("topic", &ReceivedBatch::topic)
-      .def_readonly("partition_key", &ReceivedBatch::partition_key)
-      .def_readonly("confirm_context", &ReceivedBatch::confirm_context)
+      .def_property_readonly("topic", TextMember(&ReceivedBatch::topic))
+      .def_property_readonly("partition_key", TextMember(&ReceivedBatch::partition_key))
+      .def_property_readonly("confirm_context", TextMember(&ReceivedBatch::confirm_context))
       .def_readonly("offset", &ReceivedBatch::offset)
       .def_readonly("max_offset", &ReceivedBatch::max_offset)
       .def("messages", [](const std::shared_ptr<ReceivedBatch>& batch) {
@@ -274,15 +313,15 @@ void RegisterConsumer(py::module_& module) {
 
   py::class_<PartitionStatus>(module, "PartitionMeta",
                               "A partition of the subscribed topics, as the master lists it.")
-      .def_readonly("key", &PartitionStatus::key)
-      .def_readonly("topic", &PartitionStatus::topic)
+      .def_property_readonly("key", TextMember(&PartitionStatus::key))
+      .def_property_readonly("topic", TextMember(&PartitionStatus::topic))
       .def_readonly("broker_id", &PartitionStatus::broker_id)
       .def_readonly("partition_id", &PartitionStatus::partition_id)
-      .def_readonly("broker", &PartitionStatus::broker)
+      .def_property_readonly("broker", TextMember(&PartitionStatus::broker))
       .def_readonly("subscribable", &PartitionStatus::subscribable)
       .def("__repr__", [](const PartitionStatus& self) {
-        return "PartitionMeta(key='" + self.key + "', broker='" + self.broker +
-               "', subscribable=" + (self.subscribable ? "True" : "False") + ")";
+        return py::str("PartitionMeta(key={!r}, broker={!r}, subscribable={})")
+            .format(WireText(self.key), WireText(self.broker), self.subscribable);
       });
 
   py::class_<PyConsumer>(module, "Consumer", "The native consumer (use tubemq.Consumer).")
@@ -318,12 +357,21 @@ void RegisterConsumer(py::module_& module) {
       .def("poll", &PyConsumer::Poll, py::arg("timeout"))
       .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"))
       .def("close", &PyConsumer::Close, py::arg("timeout") = py::none())
-      .def("pause", [](PyConsumer& self, const std::string& key) { return self.native().Pause(key); },
+      .def("pause",
+           [](PyConsumer& self, const WireString& key) { return self.native().Pause(key.bytes); },
            py::arg("partition_key"))
-      .def("resume", [](PyConsumer& self, const std::string& key) { return self.native().Resume(key); },
+      .def("resume",
+           [](PyConsumer& self, const WireString& key) { return self.native().Resume(key.bytes); },
            py::arg("partition_key"))
-      .def("paused", [](PyConsumer& self) { return self.native().Paused(); })
-      .def("offsets", [](PyConsumer& self) { return self.native().Offsets(); })
+      .def("paused", [](PyConsumer& self) { return TextList(self.native().Paused()); })
+      .def("offsets",
+           [](PyConsumer& self) {
+             py::dict out;
+             for (const auto& [key, offsets] : self.native().Offsets()) {
+               out[WireText(key)] = py::make_tuple(offsets.first, offsets.second);
+             }
+             return out;
+           })
       .def("counters",
            [](PyConsumer& self) {
              const Consumer::Counters c = WithoutGil([&] { return self.native().counters(); });
@@ -342,7 +390,8 @@ void RegisterConsumer(py::module_& module) {
              out["reconnects"] = c.reconnects;
              return out;
            })
-      .def("held_partitions", [](PyConsumer& self) { return self.native().HeldPartitions(); })
+      .def("held_partitions",
+           [](PyConsumer& self) { return TextList(self.native().HeldPartitions()); })
       .def_property_readonly("client_id", [](PyConsumer& self) { return self.native().client_id(); });
 }
 
