@@ -231,6 +231,19 @@ py::list TextList(const std::vector<std::string>& names) {
   return out;
 }
 
+// Message(topic='demo', partition_key='1:demo:0', message_id=42, value=b'abc' (3 bytes)):
+// the value cut to its first bytes, so that printing a message never floods a log.
+py::str MessageRepr(const PyMessage& self) {
+  constexpr size_t kShown = 20;
+  const std::string_view body = self.message().body;
+  const std::string_view head = body.substr(0, kShown);
+  return py::str("Message(topic={!r}, partition_key={!r}, message_id={}, value={!r}{} ({} "
+                 "bytes))")
+      .format(WireText(self.batch->topic), WireText(self.batch->partition_key),
+              self.message().message_id, py::bytes(head.data(), head.size()),
+              body.size() > kShown ? "..." : "", body.size());
+}
+
 }  // namespace
 
 void RegisterConsumer(py::module_& module) {
@@ -242,6 +255,17 @@ void RegisterConsumer(py::module_& module) {
                                py::format_descriptor<uint8_t>::format(), 1,
                                {static_cast<py::ssize_t>(body.size())}, {1}, /*readonly=*/true);
       })
+      .def_property_readonly(
+          "value",
+          [](py::object self) {
+            // A view over the message itself: it exports the fetched bytes through the
+            // buffer protocol and holds the batch, so the bytes live as long as the view.
+            PyObject* view = PyMemoryView_FromObject(self.ptr());
+            if (view == nullptr) throw py::error_already_set();
+            return py::reinterpret_steal<py::memoryview>(view);
+          },
+          "The value as a read-only memoryview of the fetched bytes (no copy); it keeps "
+          "the batch alive.")
       .def_property_readonly("message_id", [](const PyMessage& self) {
         return self.message().message_id;
       })
@@ -290,7 +314,8 @@ void RegisterConsumer(py::module_& module) {
             return out;
           },
           "The attributes exactly as the producer wrote them, bytes to bytes.")
-      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); });
+      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); })
+      .def("__repr__", &MessageRepr);
 
   py::class_<ReceivedBatch, std::shared_ptr<ReceivedBatch>>(module, "Batch",
                                                              "The messages of one fetch.")

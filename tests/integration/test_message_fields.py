@@ -5,10 +5,11 @@ Attributes and msgType that are not UTF-8, as producers in C++, Go or old Java w
 (GBK text, or bytes that are no text), are sent straight to the broker by the raw frame
 writer of tests/raw_frames.py and read with tubemq.Consumer: no exception, text fields in
 their surrogateescape form, raw accessors with the exact bytes, and the messages after
-them still arrive."""
+them still arrive. ``value`` is a read-only view of the fetched bytes; ``repr`` is short."""
 
 from __future__ import annotations
 
+import gc
 import time
 import uuid
 
@@ -103,9 +104,58 @@ def test_foreign_attribute_bytes_are_read_losslessly_and_do_not_stop_the_loop(
             # The text form gives the bytes back.
             assert {k.encode("utf-8", "surrogateescape") for k in message.attrs} == set(raw_attrs)
             assert message.msg_type.encode("utf-8", "surrogateescape") == msg_type
+            assert repr(message).startswith(f"Message(topic='{topic}', partition_key='1:{topic}:0'")
+            assert message.value.tobytes() == f"{marker}-{label}".encode()
         assert got["gbk"].msg_time == "202501011230"
         assert got["broken"].msg_time is None
 
         after = got["after"]
         assert (after.msg_type, after.attrs, after.raw_attrs) == ("t", {"k": "v"}, {b"k": b"v"})
         assert after.raw_msg_type == b"t"
+
+
+def test_value_is_a_read_only_view_of_the_fetched_bytes_and_repr_is_short(master, topics):
+    pa = pytest.importorskip("pyarrow")
+    topic, marker = topics[6], f"value-{uuid.uuid4().hex[:8]}"
+    long_value = f"{marker}-long-".encode() + bytes(range(256)) * 4
+    with tubemq.Consumer(
+        master=master,
+        group=f"g_{uuid.uuid4().hex[:8]}",
+        topics=[topic],
+        consume_from="latest",
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            producer.send(topic, long_value)
+            producer.send(topic, f"{marker}-s".encode())
+        views: dict[bytes, memoryview] = {}
+        deadline = time.monotonic() + 45
+        while len(views) < 2 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or not bytes(message).startswith(marker.encode()):
+                continue
+            view = message.value
+            assert view.readonly and view.format == "B" and view.obj is message
+            assert len(view) == len(message) and view.tobytes() == bytes(message)
+            # The same memory as the buffer protocol's: no copy was made.
+            assert pa.py_buffer(view).address == pa.py_buffer(memoryview(message)).address
+            with pytest.raises(TypeError):
+                view[0] = 0
+            text = repr(message)
+            assert text.startswith(
+                f"Message(topic='{topic}', partition_key='{message.partition_key}', "
+                f"message_id={message.message_id}, value="
+            )
+            if len(message) > 20:
+                assert text.endswith(f"value={bytes(message)[:20]!r}... ({len(message)} bytes))")
+            else:
+                assert text.endswith(f"value={bytes(message)!r} ({len(message)} bytes))")
+            views[bytes(message)] = view
+            del message, view
+        # The views outlive their messages (and the consumer's hold on their batches).
+        for _ in range(3):
+            consumer.poll(0.2)
+        gc.collect()
+    assert {view.tobytes() for view in views.values()} == {long_value, f"{marker}-s".encode()}
