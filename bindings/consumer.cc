@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "errors.h"
 #include "text.h"
 #include "tubemq/consumer.h"
+#include "tubemq/utf8.h"
 #include "wait.h"
 
 namespace py = pybind11;
@@ -121,8 +123,13 @@ class PyConsumer {
   std::unique_ptr<Consumer> consumer_;
 };
 
-// Arrow-layout buffers of a batch's variable-width column: int32 offsets (count + 1) and
-// the concatenated bytes; a validity bitmap when some entries are absent (empty).
+// Arrow-layout buffers of a batch's string column: int32 offsets (count + 1) and the
+// concatenated bytes; a validity bitmap when some entries are absent (empty).
+//
+// Arrow and Spark strings are UTF-8 by definition, and Spark trusts them to be, but
+// msgType and attributes are whatever bytes a producer wrote: each ill-formed sequence
+// goes in as U+FFFD (one per maximal subpart, as Python's "replace" shows it; the Java
+// client too shows U+FFFD). Well-formed text is copied unchanged, after one scan.
 struct StringColumn {
   std::string offsets;
   std::string data;
@@ -135,6 +142,11 @@ struct StringColumn {
     offsets.append(reinterpret_cast<const char*>(&end), sizeof end);
   }
   void Add(std::string_view value) {
+    AppendUtf8Replacing(value, data);
+    AppendOffset();
+  }
+  // For text already known to be well-formed.
+  void AddValid(std::string_view value) {
     data.append(value);
     AppendOffset();
   }
@@ -193,6 +205,10 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
     for (StringColumn* column : {&types, &times, &keys, &items}) column->AppendOffset();
     int32_t pair_count = 0;
     attr_offsets.append(reinterpret_cast<const char*>(&pair_count), sizeof pair_count);
+    // A message's attribute keys as the column shows them: views of the fetched keys, or
+    // of their replaced form in `replaced` (a deque: its strings never move).
+    std::vector<std::string_view> shown;
+    std::deque<std::string> replaced;
     for (size_t index = 0; index < count; ++index) {
       const auto& message = batch.messages[index];
       const int64_t id = message.message_id;
@@ -200,14 +216,26 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
       types.AddOptional(message.msg_type, index, count);
       times.AddOptional(message.msg_time, index, count);
       const auto& properties = message.properties;
+      shown.clear();
+      replaced.clear();
+      for (const auto& property : properties) {
+        if (IsValidUtf8(property.first)) {
+          shown.emplace_back(property.first);
+        } else {
+          AppendUtf8Replacing(property.first, replaced.emplace_back());
+          shown.emplace_back(replaced.back());
+        }
+      }
       for (size_t at = 0; at < properties.size(); ++at) {
-        // A key given twice keeps its last value, as Message.attrs (a dict) does.
+        // A key given twice keeps its last value, as Message.attrs (a dict) does. Keys
+        // are compared as shown, so that two bad keys that both read as U+FFFD cannot
+        // put one key into a map twice (Spark refuses such maps).
         bool repeated = false;
         for (size_t later = at + 1; later < properties.size() && !repeated; ++later) {
-          repeated = properties[later].first == properties[at].first;
+          repeated = shown[later] == shown[at];
         }
         if (repeated) continue;
-        keys.Add(properties[at].first);
+        keys.AddValid(shown[at]);
         items.Add(properties[at].second);
         ++pair_count;
       }
