@@ -7,13 +7,16 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "errors.h"
+#include "text.h"
 #include "tubemq/consumer.h"
+#include "tubemq/utf8.h"
 #include "wait.h"
 
 namespace py = pybind11;
@@ -89,18 +92,21 @@ class PyConsumer {
     return out;
   }
 
-  void Assign(const std::string& key, int64_t offset) {
-    const Status status = WithoutGil([&] { return consumer_->Assign(key, offset); });
+  // Partition keys and confirm contexts come back as WireString: they are names the
+  // server gave, in the form WireText handed them out.
+  void Assign(const WireString& key, int64_t offset) {
+    const Status status = WithoutGil([&] { return consumer_->Assign(key.bytes, offset); });
     Check(status);
   }
 
-  void Unassign(const std::string& key, bool commit) {
-    const Status status = WithoutGil([&] { return consumer_->Unassign(key, commit); });
+  void Unassign(const WireString& key, bool commit) {
+    const Status status = WithoutGil([&] { return consumer_->Unassign(key.bytes, commit); });
     Check(status);
   }
 
-  void Confirm(const std::string& context, bool consumed) {
-    const Status status = WithoutGil([&] { return consumer_->Confirm(context, consumed); });
+  void Confirm(const WireString& context, bool consumed) {
+    const Status status =
+        WithoutGil([&] { return consumer_->Confirm(context.bytes, consumed); });
     Check(status);
   }
 
@@ -117,8 +123,13 @@ class PyConsumer {
   std::unique_ptr<Consumer> consumer_;
 };
 
-// Arrow-layout buffers of a batch's variable-width column: int32 offsets (count + 1) and
-// the concatenated bytes; a validity bitmap when some entries are absent (empty).
+// Arrow-layout buffers of a batch's string column: int32 offsets (count + 1) and the
+// concatenated bytes; a validity bitmap when some entries are absent (empty).
+//
+// Arrow and Spark strings are UTF-8 by definition, and Spark trusts them to be, but
+// msgType and attributes are whatever bytes a producer wrote: each ill-formed sequence
+// goes in as U+FFFD (one per maximal subpart, as Python's "replace" shows it; the Java
+// client too shows U+FFFD). Well-formed text is copied unchanged, after one scan.
 struct StringColumn {
   std::string offsets;
   std::string data;
@@ -131,6 +142,11 @@ struct StringColumn {
     offsets.append(reinterpret_cast<const char*>(&end), sizeof end);
   }
   void Add(std::string_view value) {
+    AppendUtf8Replacing(value, data);
+    AppendOffset();
+  }
+  // For text already known to be well-formed.
+  void AddValid(std::string_view value) {
     data.append(value);
     AppendOffset();
   }
@@ -189,6 +205,10 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
     for (StringColumn* column : {&types, &times, &keys, &items}) column->AppendOffset();
     int32_t pair_count = 0;
     attr_offsets.append(reinterpret_cast<const char*>(&pair_count), sizeof pair_count);
+    // A message's attribute keys as the column shows them: views of the fetched keys, or
+    // of their replaced form in `replaced` (a deque: its strings never move).
+    std::vector<std::string_view> shown;
+    std::deque<std::string> replaced;
     for (size_t index = 0; index < count; ++index) {
       const auto& message = batch.messages[index];
       const int64_t id = message.message_id;
@@ -196,14 +216,26 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
       types.AddOptional(message.msg_type, index, count);
       times.AddOptional(message.msg_time, index, count);
       const auto& properties = message.properties;
+      shown.clear();
+      replaced.clear();
+      for (const auto& property : properties) {
+        if (IsValidUtf8(property.first)) {
+          shown.emplace_back(property.first);
+        } else {
+          AppendUtf8Replacing(property.first, replaced.emplace_back());
+          shown.emplace_back(replaced.back());
+        }
+      }
       for (size_t at = 0; at < properties.size(); ++at) {
-        // A key given twice keeps its last value, as Message.attrs (a dict) does.
+        // A key given twice keeps its last value, as Message.attrs (a dict) does. Keys
+        // are compared as shown, so that two bad keys that both read as U+FFFD cannot
+        // put one key into a map twice (Spark refuses such maps).
         bool repeated = false;
         for (size_t later = at + 1; later < properties.size() && !repeated; ++later) {
-          repeated = properties[later].first == properties[at].first;
+          repeated = shown[later] == shown[at];
         }
         if (repeated) continue;
-        keys.Add(properties[at].first);
+        keys.AddValid(shown[at]);
         items.Add(properties[at].second);
         ++pair_count;
       }
@@ -214,6 +246,30 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
   return py::make_tuple(count, values, py::bytes(ids), types.ToPython(),
                         times.ToPython(),
                         py::make_tuple(py::bytes(attr_offsets), keys.ToPython(), items.ToPython()));
+}
+
+// msgType / msgTime: None when the message has none.
+py::object OptionalText(const std::string& text) {
+  return text.empty() ? py::object(py::none()) : py::object(WireText(text));
+}
+
+py::list TextList(const std::vector<std::string>& names) {
+  py::list out;
+  for (const std::string& name : names) out.append(WireText(name));
+  return out;
+}
+
+// Message(topic='demo', partition_key='1:demo:0', message_id=42, value=b'abc' (3 bytes)):
+// the value cut to its first bytes, so that printing a message never floods a log.
+py::str MessageRepr(const PyMessage& self) {
+  constexpr size_t kShown = 20;
+  const std::string_view body = self.message().body;
+  const std::string_view head = body.substr(0, kShown);
+  return py::str("Message(topic={!r}, partition_key={!r}, message_id={}, value={!r}{} ({} "
+                 "bytes))")
+      .format(WireText(self.batch->topic), WireText(self.batch->partition_key),
+              self.message().message_id, py::bytes(head.data(), head.size()),
+              body.size() > kShown ? "..." : "", body.size());
 }
 
 }  // namespace
@@ -227,37 +283,73 @@ void RegisterConsumer(py::module_& module) {
                                py::format_descriptor<uint8_t>::format(), 1,
                                {static_cast<py::ssize_t>(body.size())}, {1}, /*readonly=*/true);
       })
+      .def_property_readonly(
+          "value",
+          [](py::object self) {
+            // A view over the message itself: it exports the fetched bytes through the
+            // buffer protocol and holds the batch, so the bytes live as long as the view.
+            PyObject* view = PyMemoryView_FromObject(self.ptr());
+            if (view == nullptr) throw py::error_already_set();
+            return py::reinterpret_steal<py::memoryview>(view);
+          },
+          "The value as a read-only memoryview of the fetched bytes (no copy); it keeps "
+          "the batch alive.")
       .def_property_readonly("message_id", [](const PyMessage& self) {
         return self.message().message_id;
       })
       .def_property_readonly("index", [](const PyMessage& self) { return self.index; },
                              "Position of the message in its batch (0 for the first).")
-      .def_property_readonly("topic", [](const PyMessage& self) { return self.batch->topic; })
-      .def_property_readonly("partition_key",
-                             [](const PyMessage& self) { return self.batch->partition_key; })
+      .def_property_readonly("topic",
+                             [](const PyMessage& self) { return WireText(self.batch->topic); })
+      .def_property_readonly(
+          "partition_key", [](const PyMessage& self) { return WireText(self.batch->partition_key); })
       .def_property_readonly("batch_offset", [](const PyMessage& self) { return self.batch->offset; })
-      .def_property_readonly("confirm_context",
-                             [](const PyMessage& self) { return self.batch->confirm_context; })
-      .def_property_readonly("msg_type", [](const PyMessage& self) {
-        return self.message().msg_type.empty() ? py::object(py::none())
-                                               : py::object(py::str(self.message().msg_type));
+      .def_property_readonly("confirm_context", [](const PyMessage& self) {
+        return WireText(self.batch->confirm_context);
       })
-      .def_property_readonly("msg_time", [](const PyMessage& self) {
-        return self.message().msg_time.empty() ? py::object(py::none())
-                                               : py::object(py::str(self.message().msg_time));
-      })
-      .def_property_readonly("attrs", [](const PyMessage& self) {
-        py::dict out;
-        for (const auto& [key, value] : self.message().properties) out[py::str(key)] = value;
-        return out;
-      })
-      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); });
+      // Text fields are as the producer wrote them, decoded by WireText: never raises,
+      // and .encode("utf-8", "surrogateescape") gives the bytes back (docs/consumers.md).
+      .def_property_readonly(
+          "msg_type", [](const PyMessage& self) { return OptionalText(self.message().msg_type); },
+          "The msgType item, or None; bytes that are not UTF-8 come as lone surrogates.")
+      .def_property_readonly(
+          "msg_time", [](const PyMessage& self) { return OptionalText(self.message().msg_time); },
+          "The msgTime item (12 digits, yyyyMMddHHmm), or None.")
+      .def_property_readonly(
+          "attrs",
+          [](const PyMessage& self) {
+            py::dict out;
+            for (const auto& [key, value] : self.message().properties) {
+              out[WireText(key)] = WireText(value);
+            }
+            return out;
+          },
+          "The attributes, str to str; bytes that are not UTF-8 come as lone surrogates.")
+      .def_property_readonly(
+          "raw_msg_type",
+          [](const PyMessage& self) {
+            const std::string& type = self.message().msg_type;
+            return type.empty() ? py::object(py::none()) : py::object(py::bytes(type));
+          },
+          "The msgType item exactly as the producer wrote it, or None.")
+      .def_property_readonly(
+          "raw_attrs",
+          [](const PyMessage& self) {
+            py::dict out;
+            for (const auto& [key, value] : self.message().properties) {
+              out[py::bytes(key)] = py::bytes(value);
+            }
+            return out;
+          },
+          "The attributes exactly as the producer wrote them, bytes to bytes.")
+      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); })
+      .def("__repr__", &MessageRepr);
 
   py::class_<ReceivedBatch, std::shared_ptr<ReceivedBatch>>(module, "Batch",
                                                              "The messages of one fetch.")
-      .def_readonly("topic", &ReceivedBatch::topic)
-      .def_readonly("partition_key", &ReceivedBatch::partition_key)
-      .def_readonly("confirm_context", &ReceivedBatch::confirm_context)
+      .def_property_readonly("topic", TextMember(&ReceivedBatch::topic))
+      .def_property_readonly("partition_key", TextMember(&ReceivedBatch::partition_key))
+      .def_property_readonly("confirm_context", TextMember(&ReceivedBatch::confirm_context))
       .def_readonly("offset", &ReceivedBatch::offset)
       .def_readonly("max_offset", &ReceivedBatch::max_offset)
       .def("messages", [](const std::shared_ptr<ReceivedBatch>& batch) {
@@ -274,15 +366,15 @@ void RegisterConsumer(py::module_& module) {
 
   py::class_<PartitionStatus>(module, "PartitionMeta",
                               "A partition of the subscribed topics, as the master lists it.")
-      .def_readonly("key", &PartitionStatus::key)
-      .def_readonly("topic", &PartitionStatus::topic)
+      .def_property_readonly("key", TextMember(&PartitionStatus::key))
+      .def_property_readonly("topic", TextMember(&PartitionStatus::topic))
       .def_readonly("broker_id", &PartitionStatus::broker_id)
       .def_readonly("partition_id", &PartitionStatus::partition_id)
-      .def_readonly("broker", &PartitionStatus::broker)
+      .def_property_readonly("broker", TextMember(&PartitionStatus::broker))
       .def_readonly("subscribable", &PartitionStatus::subscribable)
       .def("__repr__", [](const PartitionStatus& self) {
-        return "PartitionMeta(key='" + self.key + "', broker='" + self.broker +
-               "', subscribable=" + (self.subscribable ? "True" : "False") + ")";
+        return py::str("PartitionMeta(key={!r}, broker={!r}, subscribable={})")
+            .format(WireText(self.key), WireText(self.broker), self.subscribable);
       });
 
   py::class_<PyConsumer>(module, "Consumer", "The native consumer (use tubemq.Consumer).")
@@ -318,12 +410,21 @@ void RegisterConsumer(py::module_& module) {
       .def("poll", &PyConsumer::Poll, py::arg("timeout"))
       .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"))
       .def("close", &PyConsumer::Close, py::arg("timeout") = py::none())
-      .def("pause", [](PyConsumer& self, const std::string& key) { return self.native().Pause(key); },
+      .def("pause",
+           [](PyConsumer& self, const WireString& key) { return self.native().Pause(key.bytes); },
            py::arg("partition_key"))
-      .def("resume", [](PyConsumer& self, const std::string& key) { return self.native().Resume(key); },
+      .def("resume",
+           [](PyConsumer& self, const WireString& key) { return self.native().Resume(key.bytes); },
            py::arg("partition_key"))
-      .def("paused", [](PyConsumer& self) { return self.native().Paused(); })
-      .def("offsets", [](PyConsumer& self) { return self.native().Offsets(); })
+      .def("paused", [](PyConsumer& self) { return TextList(self.native().Paused()); })
+      .def("offsets",
+           [](PyConsumer& self) {
+             py::dict out;
+             for (const auto& [key, offsets] : self.native().Offsets()) {
+               out[WireText(key)] = py::make_tuple(offsets.first, offsets.second);
+             }
+             return out;
+           })
       .def("counters",
            [](PyConsumer& self) {
              const Consumer::Counters c = WithoutGil([&] { return self.native().counters(); });
@@ -342,7 +443,8 @@ void RegisterConsumer(py::module_& module) {
              out["reconnects"] = c.reconnects;
              return out;
            })
-      .def("held_partitions", [](PyConsumer& self) { return self.native().HeldPartitions(); })
+      .def("held_partitions",
+           [](PyConsumer& self) { return TextList(self.native().HeldPartitions()); })
       .def_property_readonly("client_id", [](PyConsumer& self) { return self.native().client_id(); });
 }
 

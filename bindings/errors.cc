@@ -1,5 +1,7 @@
 #include "errors.h"
 
+#include "text.h"
+
 namespace py = pybind11;
 
 namespace tubemq::bindings {
@@ -7,10 +9,13 @@ namespace tubemq::bindings {
 [[noreturn]] void ThrowStatus(const Status& status) {
   py::module_ core = py::module_::import("tubemq._core");
   py::object factory = core.attr("_error_factory");
+  // A message may quote what a server said (errMsg, an exception's name and text), in
+  // whatever bytes it said it: DiagnosticText, so that raising never fails on them.
   if (factory.is_none()) {
-    throw std::runtime_error(status.ToString());
+    PyErr_SetObject(PyExc_RuntimeError, DiagnosticText(status.ToString()).ptr());
+    throw py::error_already_set();
   }
-  py::object error = factory(status.code_value(), status.message());
+  py::object error = factory(status.code_value(), DiagnosticText(status.message()));
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
   throw py::error_already_set();
 }

@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "text.h"
 #include "tubemq/logging.h"
 #include "wait.h"
 
@@ -20,12 +21,10 @@ void RegisterLogging(py::module_& module) {
         // Python objects are built only here, with the GIL held and no native lock.
         py::list out;
         for (const LogRecord& record : records) {
-          // Server text may not be valid UTF-8; a log line must never raise for that.
-          auto message = py::reinterpret_steal<py::object>(
-              PyUnicode_DecodeUTF8(record.message.data(),
-                                   static_cast<Py_ssize_t>(record.message.size()), "replace"));
-          if (!message) throw py::error_already_set();
-          out.append(py::make_tuple(record.level, record.logger, message, record.created,
+          // Server text may not be valid UTF-8; a log line must never raise for that,
+          // and shows bad bytes as \xNN like error messages do.
+          out.append(py::make_tuple(record.level, record.logger,
+                                    DiagnosticText(record.message), record.created,
                                     record.thread));
         }
         return out;

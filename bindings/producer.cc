@@ -14,6 +14,7 @@
 
 #include "deliveries.h"
 #include "errors.h"
+#include "text.h"
 #include "tubemq/producer.h"
 #include "wait.h"
 
@@ -109,8 +110,8 @@ class PyProducer {
     py::list out;
     for (Delivery& item : items) {
       py::object result = item.status.ok() ? py::cast(std::move(item.result)) : py::none();
-      out.append(py::make_tuple(item.token, item.status.code_value(), item.status.message(),
-                                result));
+      out.append(py::make_tuple(item.token, item.status.code_value(),
+                                DiagnosticText(item.status.message()), result));
     }
     return out;
   }
@@ -188,14 +189,16 @@ void RegisterProducer(py::module_& module) {
       .def_readwrite("tls_cert_file", &ClientConfig::tls_cert_file)
       .def_readwrite("tls_key_file", &ClientConfig::tls_key_file);
 
+  // Names below come from the master's metadata: WireText, never a strict decode.
   py::class_<PartitionInfo>(module, "PartitionInfo", "A writable partition of a topic.")
-      .def_readonly("key", &PartitionInfo::key)
-      .def_readonly("topic", &PartitionInfo::topic)
+      .def_property_readonly("key", TextMember(&PartitionInfo::key))
+      .def_property_readonly("topic", TextMember(&PartitionInfo::topic))
       .def_readonly("partition_id", &PartitionInfo::partition_id)
       .def_readonly("broker_id", &PartitionInfo::broker_id)
-      .def_readonly("broker_address", &PartitionInfo::broker_address)
+      .def_property_readonly("broker_address", TextMember(&PartitionInfo::broker_address))
       .def("__repr__", [](const PartitionInfo& info) {
-        return "PartitionInfo('" + info.key + "' at " + info.broker_address + ")";
+        return py::str("PartitionInfo({!r} at {})")
+            .format(WireText(info.key), WireText(info.broker_address));
       });
 
   py::class_<ProducerOptions>(module, "ProducerOptions", "Settings only a producer has.")
@@ -204,18 +207,19 @@ void RegisterProducer(py::module_& module) {
       .def_readwrite("send_retries", &ProducerOptions::send_retries);
 
   py::class_<SendResult>(module, "SendResult", "What the broker said about a stored message.")
-      .def_readonly("topic", &SendResult::topic)
-      .def_readonly("partition_key", &SendResult::partition_key)
+      .def_property_readonly("topic", TextMember(&SendResult::topic))
+      .def_property_readonly("partition_key", TextMember(&SendResult::partition_key))
       .def_readonly("partition_id", &SendResult::partition_id)
-      .def_readonly("broker_address", &SendResult::broker_address)
+      .def_property_readonly("broker_address", TextMember(&SendResult::broker_address))
       .def_readonly("message_id", &SendResult::message_id)
       .def_readonly("append_time", &SendResult::append_time)
       .def_readonly("append_offset", &SendResult::append_offset)
       .def_readonly("attempts", &SendResult::attempts)
       .def("__repr__", [](const SendResult& result) {
-        return "SendResult(topic='" + result.topic + "', partition_key='" +
-               result.partition_key + "', message_id=" + std::to_string(result.message_id) +
-               ", append_offset=" + std::to_string(result.append_offset) + ")";
+        return py::str("SendResult(topic={!r}, partition_key={!r}, message_id={}, "
+                       "append_offset={})")
+            .format(WireText(result.topic), WireText(result.partition_key), result.message_id,
+                    result.append_offset);
       });
 
   py::class_<PyProducer>(module, "Producer", "The native producer (use tubemq.Producer).")

@@ -74,6 +74,12 @@ def errors_page() -> str:
         "(`python docs/generate_reference.py`). Every exception is a `tubemq.TubeMQError`",
         "with `.code`, `.message` and `.retriable` (whether the same call may succeed later).",
         "",
+        "A message may quote what a server said (`errMsg`, an exception's name and text).",
+        "That text is not always UTF-8; bytes that are not are shown as `\\xNN` escapes",
+        "(Python's `backslashreplace`), in messages and in the native log records alike,",
+        "so that raising or logging never fails on them.",
+        "The escapes are for reading; the original bytes are not kept.",
+        "",
         "| code | name | raised as | retriable |",
         "|---|---|---|---|",
     ]

@@ -114,8 +114,14 @@ class Producer:
 
 # consumer
 class Message:
-    """A received message; ``memoryview(message)`` is its value, without a copy."""
+    """A received message; ``memoryview(message)`` is its value, without a copy.
 
+    ``msg_type`` and ``attrs`` are decoded with ``surrogateescape``: bytes that are not
+    UTF-8 come as lone surrogates, and ``.encode("utf-8", "surrogateescape")`` gives the
+    bytes back; ``raw_msg_type`` and ``raw_attrs`` are the bytes as written."""
+
+    @property
+    def value(self) -> memoryview: ...
     @property
     def message_id(self) -> int: ...
     @property
@@ -134,6 +140,10 @@ class Message:
     def msg_time(self) -> str | None: ...
     @property
     def attrs(self) -> dict[str, str]: ...
+    @property
+    def raw_msg_type(self) -> bytes | None: ...
+    @property
+    def raw_attrs(self) -> dict[bytes, bytes]: ...
     def __len__(self) -> int: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
 

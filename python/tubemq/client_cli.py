@@ -63,6 +63,14 @@ def produce(args: argparse.Namespace) -> int:
     return 0
 
 
+def _readable(text: str) -> str:
+    """A message's text field as printable text: bytes a producer wrote that are not
+    UTF-8 (kept as lone surrogates, docs/consumers.md) become U+FFFD, as in Spark."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _as_json(message: Any) -> str:
     value = bytes(message)
     try:
@@ -74,9 +82,9 @@ def _as_json(message: Any) -> str:
             "topic": message.topic,
             "partition": message.partition_key,
             "message_id": message.message_id,
-            "msg_type": message.msg_type,
+            "msg_type": message.msg_type and _readable(message.msg_type),
             "msg_time": message.msg_time,
-            "attrs": message.attrs,
+            "attrs": {_readable(k): _readable(v) for k, v in message.attrs.items()},
             **text,
         },
         ensure_ascii=False,

@@ -10,6 +10,8 @@ import uuid
 
 import pytest
 
+from raw_frames import send_message
+
 pytestmark = pytest.mark.integration
 
 TUBEMQ = [sys.executable, "-m", "tubemq.cli"]
@@ -92,3 +94,33 @@ def test_count_stops_consume_and_bad_input_is_reported(master, topics):
     code, _, err = _tubemq("produce", "--master", master, "--topic", topic, "--attr", "novalue")
     assert code == 1
     assert "key=value" in err
+
+
+def test_consume_json_shows_attribute_bytes_that_are_not_utf8_as_replacements(
+    master, topics, cluster
+):
+    topic, marker = topics[4], f"cli_{uuid.uuid4().hex[:8]}"
+    attribute = b"$msgType$=" + "订单".encode("gbk") + b",k=\xff\xfe,ok=fine"
+    reply = send_message(cluster.broker_address, topic, 0, marker.encode(), attribute)
+    assert reply[2] == [200], reply
+    code, out, err = _tubemq(
+        "consume",
+        "--master",
+        master,
+        "--topic",
+        topic,
+        "--group",
+        f"cli_{uuid.uuid4().hex[:8]}",
+        "--from",
+        "earliest",
+        "--idle",
+        "5",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    mine = [record for record in records if record["value"] == marker]
+    assert len(mine) == 1
+    assert mine[0]["msg_type"] == "\ufffd" * 4  # GBK "订单": four bytes, none UTF-8
+    assert mine[0]["attrs"] == {"k": "\ufffd\ufffd", "ok": "fine"}

@@ -6,6 +6,12 @@ Arrow buffers (``Batch.arrow_columns()``, made in C++), with no Python object pe
 message; each value is copied once, from the fetched bytes into the binary column.
 ``BatchBuilder`` gathers ``Message`` objects one by one: the former path, kept as the
 reference the tests and ``bench/spark_source_rate.py`` compare ``record_batch`` with.
+
+Arrow and Spark strings are UTF-8, but a message's msgType and attributes are whatever
+bytes its producer wrote. Both paths show bytes that are not UTF-8 as U+FFFD, one per
+maximal subpart (what ``bytes.decode("utf-8", "replace")`` shows), and keep one entry per
+attribute key as shown (the last). The value column is binary and exact;
+``Message.raw_attrs`` has the exact attribute bytes (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -51,6 +57,14 @@ def msg_time_micros(msg_time: str | None) -> int | None:
     return int(parsed.timestamp()) * 1_000_000
 
 
+def _readable(text: str) -> str:
+    """A ``Message`` text field (surrogateescape form) as valid UTF-8 text: bad bytes
+    become U+FFFD, as in the columns ``record_batch`` gets from C++."""
+    if text.isascii():  # O(1): most text is left alone
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 class BatchBuilder:
     """Collects messages column by column; ``take()`` returns them as one record batch."""
 
@@ -69,10 +83,20 @@ class BatchBuilder:
         partition.append(message.partition_key)
         offset.append(batch_offset)
         message_id.append(message.message_id)
-        msg_type.append(message.msg_type)
+        kind = message.msg_type
+        msg_type.append(None if kind is None else _readable(kind))
         text = message.msg_time
         msg_time.append(text)
-        attrs.append(list(message.attrs.items()))
+        pairs = message.attrs
+        if not all(key.isascii() and item.isascii() for key, item in pairs.items()):
+            shown: dict[str, str] = {}
+            for key, item in pairs.items():
+                # Two bad keys may read the same: the later one stays, in its place.
+                readable_key = _readable(key)
+                shown.pop(readable_key, None)
+                shown[readable_key] = _readable(item)
+            pairs = shown
+        attrs.append(list(pairs.items()))
         stamp.append(msg_time_micros(text))
 
     def take(self) -> pa.RecordBatch:

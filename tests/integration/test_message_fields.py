@@ -1,0 +1,161 @@
+"""What a received Message carries (docs/consumers.md, "Message fields"), against the
+real cluster.
+
+Attributes and msgType that are not UTF-8, as producers in C++, Go or old Java write them
+(GBK text, or bytes that are no text), are sent straight to the broker by the raw frame
+writer of tests/raw_frames.py and read with tubemq.Consumer: no exception, text fields in
+their surrogateescape form, raw accessors with the exact bytes, and the messages after
+them still arrive. ``value`` is a read-only view of the fetched bytes; ``repr`` is short."""
+
+from __future__ import annotations
+
+import gc
+import time
+import uuid
+
+import pytest
+
+import tubemq
+from raw_frames import send_message
+
+pytestmark = pytest.mark.integration
+
+FAST = {"heartbeat_period_ms": 1000}
+
+
+def gbk(text: str) -> bytes:
+    return text.encode("gbk")
+
+
+# label -> (attribute as written, msgType request field, expected raw msgType, raw attrs)
+FOREIGN = {
+    "gbk": (
+        b"$msgType$="
+        + gbk("订单")
+        + b",$msgTime$=202501011230,"
+        + gbk("城市")
+        + b"="
+        + gbk("北京")
+        + b",plain=ascii",
+        gbk("订单"),
+        {gbk("城市"): gbk("北京"), b"plain": b"ascii"},
+    ),
+    "broken": (
+        # a stray byte, a cut sequence, an invalid one, in keys, values and msgType
+        b"$msgType$=\xff\xfetype,\xb0key=v\xe2\x82,k=\xc3(,ok=fine",
+        b"\xff\xfetype",
+        {b"\xb0key": b"v\xe2\x82", b"k": b"\xc3(", b"ok": b"fine"},
+    ),
+}
+
+
+def escaped(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
+    deadline = time.monotonic() + 40
+    while len(consumer.assignment()) < partitions:
+        assert time.monotonic() < deadline, consumer.assignment()
+        assert consumer.poll(0.2) is None  # a new "latest" group has nothing yet
+
+
+def test_foreign_attribute_bytes_are_read_losslessly_and_do_not_stop_the_loop(
+    master, topics, cluster
+):
+    topic, marker = topics[6], f"foreign-{uuid.uuid4().hex[:8]}"
+    with tubemq.Consumer(
+        master=master,
+        group=f"g_{uuid.uuid4().hex[:8]}",
+        topics=[topic],
+        consume_from="latest",
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        for label, (attribute, msg_type, _) in FOREIGN.items():
+            reply = send_message(
+                cluster.broker_address,
+                topic,
+                0,
+                f"{marker}-{label}".encode(),
+                attribute=attribute,
+                msg_type=msg_type,
+            )
+            assert reply[2] == [200], reply  # errCode
+        # What a Python producer sends next, to the same topic, must still arrive.
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            producer.send(topic, f"{marker}-after".encode(), attrs={"k": "v"}, msg_type="t")
+
+        got: dict[str, tubemq.Message] = {}
+        deadline = time.monotonic() + 45
+        while len(got) < 3 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)  # the loop must never raise
+            if message is not None and bytes(message).startswith(marker.encode()):
+                got[bytes(message).decode().rsplit("-", 1)[1]] = message
+        assert sorted(got) == ["after", "broken", "gbk"]
+
+        for label, (_, msg_type, raw_attrs) in FOREIGN.items():
+            message = got[label]
+            assert message.raw_msg_type == msg_type
+            assert message.raw_attrs == raw_attrs
+            assert message.msg_type == escaped(msg_type)
+            assert message.attrs == {escaped(k): escaped(v) for k, v in raw_attrs.items()}
+            # The text form gives the bytes back.
+            assert {k.encode("utf-8", "surrogateescape") for k in message.attrs} == set(raw_attrs)
+            assert message.msg_type.encode("utf-8", "surrogateescape") == msg_type
+            assert repr(message).startswith(f"Message(topic='{topic}', partition_key='1:{topic}:0'")
+            assert message.value.tobytes() == f"{marker}-{label}".encode()
+        assert got["gbk"].msg_time == "202501011230"
+        assert got["broken"].msg_time is None
+
+        after = got["after"]
+        assert (after.msg_type, after.attrs, after.raw_attrs) == ("t", {"k": "v"}, {b"k": b"v"})
+        assert after.raw_msg_type == b"t"
+
+
+def test_value_is_a_read_only_view_of_the_fetched_bytes_and_repr_is_short(master, topics):
+    pa = pytest.importorskip("pyarrow")
+    topic, marker = topics[6], f"value-{uuid.uuid4().hex[:8]}"
+    long_value = f"{marker}-long-".encode() + bytes(range(256)) * 4
+    with tubemq.Consumer(
+        master=master,
+        group=f"g_{uuid.uuid4().hex[:8]}",
+        topics=[topic],
+        consume_from="latest",
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            producer.send(topic, long_value)
+            producer.send(topic, f"{marker}-s".encode())
+        views: dict[bytes, memoryview] = {}
+        deadline = time.monotonic() + 45
+        while len(views) < 2 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or not bytes(message).startswith(marker.encode()):
+                continue
+            view = message.value
+            assert view.readonly and view.format == "B" and view.obj is message
+            assert len(view) == len(message) and view.tobytes() == bytes(message)
+            # The same memory as the buffer protocol's: no copy was made.
+            assert pa.py_buffer(view).address == pa.py_buffer(memoryview(message)).address
+            with pytest.raises(TypeError):
+                view[0] = 0
+            text = repr(message)
+            assert text.startswith(
+                f"Message(topic='{topic}', partition_key='{message.partition_key}', "
+                f"message_id={message.message_id}, value="
+            )
+            if len(message) > 20:
+                assert text.endswith(f"value={bytes(message)[:20]!r}... ({len(message)} bytes))")
+            else:
+                assert text.endswith(f"value={bytes(message)!r} ({len(message)} bytes))")
+            views[bytes(message)] = view
+            del message, view
+        # The views outlive their messages (and the consumer's hold on their batches).
+        for _ in range(3):
+            consumer.poll(0.2)
+        gc.collect()
+    assert {view.tobytes() for view in views.values()} == {long_value, f"{marker}-s".encode()}
