@@ -42,7 +42,17 @@ class ConfigError(TubeMQError, ValueError):
 
 
 class TimeoutError(TubeMQError, builtins.TimeoutError):
-    """No answer within the deadline."""
+    """No answer within the deadline, from a call that is safe to repeat (``retriable``):
+    a publish, a send that waited in vain for a place in the in-flight window (nothing
+    was sent), a close. A send that timed out after its message was handed to the
+    network raises the subclass :class:`OutcomeUnknownError` instead."""
+
+
+class OutcomeUnknownError(TimeoutError):
+    """A send timed out after its message was handed to the network (1003): the broker
+    may have stored it or not, and may still store it. ``retriable`` is False because a
+    blind retry may store the message twice; retry only if duplicates are acceptable (or
+    deduplicated downstream), or check what the topic holds first."""
 
 
 class ConnectionError(TubeMQError, builtins.ConnectionError):
@@ -111,6 +121,7 @@ _CLASS_BY_CODE: dict[int, type[TubeMQError]] = {
     1000: TimeoutError,
     1001: ConnectionError,
     1002: ConnectionError,
+    1003: OutcomeUnknownError,
     1004: RemoteError,
     1010: ConfigError,
     1011: QueueFullError,

@@ -263,9 +263,16 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
     return;
   }
   if (Ambiguous(result)) {
-    result = Status(result.code(), result.message() +
-                                       " (the broker may have stored the message; it was not "
-                                       "re-sent, to avoid a duplicate)");
+    // A timeout after the request went out gets a code of its own, because its
+    // `retriable` must say "not safely": a caller retrying a plain 1000 would store the
+    // message twice whenever the broker had stored it. A lost connection keeps its code
+    // (retriable, behaviour.md §10 scenario 6) and only carries the note.
+    const ErrorCode code = result.code() == ErrorCode::kRequestTimeout
+                               ? ErrorCode::kSendOutcomeUnknown
+                               : result.code();
+    result = Status(code, result.message() +
+                              " (the broker may have stored the message; it was not "
+                              "re-sent, to avoid a duplicate)");
   } else if (job->attempts > 1) {
     result = Status(result.code(),
                     result.message() + " (after " + std::to_string(job->attempts) + " attempts)");
