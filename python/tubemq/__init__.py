@@ -16,6 +16,7 @@ from tubemq.assigned_consumer import (
 )
 from tubemq.consumer import Consumer, Message
 from tubemq.errors import (
+    ArgumentTypeError,
     AuthenticationError,
     AuthorizationError,
     ClientClosedError,
@@ -40,6 +41,7 @@ __version__: str = _core.__version__
 
 __all__ = [
     "INDEX_ENTRY_SIZE",
+    "ArgumentTypeError",
     "AssignedConsumer",
     "AuthenticationError",
     "AuthorizationError",

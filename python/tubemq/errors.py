@@ -41,6 +41,10 @@ class ConfigError(TubeMQError, ValueError):
         self.key = key
 
 
+class ArgumentTypeError(ConfigError, TypeError):
+    """A configuration key or argument of the wrong type (also a ``TypeError``)."""
+
+
 class TimeoutError(TubeMQError, builtins.TimeoutError):
     """No answer within the deadline, from a call that is safe to repeat (``retriable``):
     a publish, a send that waited in vain for a place in the in-flight window (nothing
@@ -132,13 +136,24 @@ _CLASS_BY_CODE: dict[int, type[TubeMQError]] = {
 }
 
 
+def _check_code(code: object) -> None:
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise ArgumentTypeError(f"code must be int, got {type(code).__name__}", key="code")
+    if not -(2**31) <= code < 2**31:  # the native codes are 32-bit
+        raise ConfigError(f"code must fit in 32 bits, got {code}", key="code")
+
+
 def error_class_for(code: int) -> type[TubeMQError]:
     """The exception class raised for ``code``."""
+    _check_code(code)
     return _CLASS_BY_CODE.get(code, ServerError)
 
 
 def error_from_code(code: int, message: str) -> TubeMQError:
     """Builds the exception for a native error (installed into ``_core``)."""
+    _check_code(code)
+    if not isinstance(message, str):
+        raise ArgumentTypeError(f"message must be str, got {type(message).__name__}", key="message")
     cls = error_class_for(code)
     if cls is ConfigError:
         return ConfigError(message, code=code)

@@ -47,6 +47,13 @@ def test_transport_errors_are_also_builtin_errors():
     assert isinstance(errors.error_from_code(1010, "x"), ValueError)
 
 
+def test_a_wrong_type_is_a_config_error_and_a_type_error():
+    error = tubemq.ArgumentTypeError("timeout must be a number", key="timeout")
+    assert isinstance(error, tubemq.ConfigError)
+    assert isinstance(error, TypeError) and isinstance(error, ValueError)
+    assert error.code == 1010 and error.key == "timeout" and not error.retriable
+
+
 def test_retriable_follows_the_code():
     assert errors.error_from_code(1000, "slow").retriable
     # A send timed out after it went out: still a TimeoutError, but not safe to repeat.
