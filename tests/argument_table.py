@@ -46,6 +46,7 @@ TIMEOUT_ALWAYS_BAD = [
     (math.inf, "range"),
     (-math.inf, "range"),
     (1e12, "range"),
+    (10**400, "range"),  # beyond any float
 ]
 # Where 0 has no meaning (publish): a positive number or None.
 POSITIVE_TIMEOUT = [*TIMEOUT_ALWAYS_BAD, (0, "range"), (0.0, "range")]

@@ -72,8 +72,10 @@ def _readable_file_or_empty(value: Any) -> str:
 
 # Longest timeout accepted, in seconds (a year); None is the way to say "no bound".
 MAX_TIMEOUT_S = 365 * 24 * 3600.0
-# Shortest timeout of a send: a broker answers in no less, so a shorter one would only
-# report an unknown outcome for a message that is on its way.
+# Shortest timeout of a send. A shorter one ends, nearly always, before the broker can
+# answer: the message goes out and the caller learns only that its outcome is unknown.
+# Such a value is a slip (milliseconds given as seconds, a computed deadline already
+# spent), so it is refused before anything is sent.
 MIN_SEND_TIMEOUT_S = 0.001
 
 
@@ -109,7 +111,10 @@ def check_timeout(
         raise ArgumentTypeError(
             f"{name} must be {accepted}, got {_type_name(value)} {value!r}", key=name
         )
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = -math.inf if value < 0 else math.inf
     lowest = minimum if minimum is not None else 0.0
     if math.isnan(seconds) or math.isinf(seconds):
         hint = "; use None to wait without a bound" if allow_none and seconds > 0 else ""
@@ -146,6 +151,8 @@ def check_text(value: object, name: str, *, allow_none: bool = False, what: str 
         raise ArgumentTypeError(
             f"{label} must be {accepted}, got {_type_name(value)} {value!r:.60}{hint}", key=name
         )
+    if value.isascii():  # the common case, without encoding a copy
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
