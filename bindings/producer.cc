@@ -58,15 +58,27 @@ class PyProducer {
     auto future = producer_->Publish(std::move(topics));
     Check(WaitFor(future, timeout, "publish"));
   }
+  // `timeout` bounds the wait for the flush and the unregistration; 0 starts the close
+  // and returns at once. The service lease is given back only once the close is done:
+  // a close left running keeps the I/O threads until the producer is destroyed.
   void Close(std::optional<double> timeout) {
     auto future = producer_->Close();
+    if (timeout && *timeout <= 0) {
+      // Not waiting means not reporting either: the close's outcome is dropped.
+      if (future.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        WithoutGil([&] { producer_->ReleaseService(); });
+      }
+      return;
+    }
     Status status = WaitFor(future, timeout, "producer close");
     WithoutGil([&] { producer_->ReleaseService(); });
     Check(status);
   }
-  // Blocks until the broker has answered; raises on failure.
+  // Blocks until the broker has answered; raises on failure. `timeout` bounds the whole
+  // call: the wait for a place in the window and then the wait for the broker.
   SendResult Send(OutgoingMessage message, bool block, std::optional<double> timeout) {
-    AcquireSlot(block, timeout);
+    const auto deadline = DeadlineAfter(timeout);
+    AcquireSlot(block, deadline, timeout);
     auto promise = std::make_shared<std::promise<std::pair<Status, SendResult>>>();
     auto future = promise->get_future();
     WithoutGil([&] {
@@ -74,7 +86,16 @@ class PyProducer {
         promise->set_value({status, std::move(result)});
       });
     });
-    auto [status, result] = WaitFor(future, timeout, "send");
+    if (!WaitUntil(future, deadline)) {
+      // The message was handed to the network (local failures complete the future
+      // before SendAsync returns) and is still in flight: the broker may store it.
+      // Its own code, not retriable, so that no caller takes a blind retry as safe.
+      ThrowStatus(Status(ErrorCode::kSendOutcomeUnknown,
+                         "send: no answer from the broker within " + std::to_string(*timeout) +
+                             " s; the message is still in flight and may be stored, so "
+                             "sending it again may store it twice"));
+    }
+    auto [status, result] = future.get();
     Check(status);
     return result;
   }
@@ -98,7 +119,7 @@ class PyProducer {
       return true;
     });
     if (sent) return;
-    AcquireSlot(block, std::nullopt);
+    AcquireSlot(block, std::nullopt, std::nullopt);
     WithoutGil(hand_off);
   }
 
@@ -122,13 +143,16 @@ class PyProducer {
  private:
   // The in-flight window: wait for a free place (GIL released, Ctrl-C checked between
   // slices) or, when the caller must not block, fail with QueueFullError at once.
-  void AcquireSlot(bool block, std::optional<double> timeout) {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
+  void AcquireSlot(bool block, std::optional<std::chrono::steady_clock::time_point> deadline,
+                   std::optional<double> timeout) {
     for (;;) {
-      const bool acquired = WithoutGil([&] {
-        return producer_->AcquireSendSlot(block ? kWaitSlice : std::chrono::milliseconds(0));
-      });
+      auto wait = block ? kWaitSlice : std::chrono::milliseconds(0);
+      if (deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            *deadline - std::chrono::steady_clock::now());
+        wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
+      }
+      const bool acquired = WithoutGil([&] { return producer_->AcquireSendSlot(wait); });
       if (acquired) return;
       if (!block) {
         ThrowStatus(Status(ErrorCode::kQueueFull,
@@ -136,10 +160,11 @@ class PyProducer {
                            "replies); retry later, flush(), or set block_on_full"));
       }
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (timeout && Clock::now() - start >= std::chrono::duration<double>(*timeout)) {
+      if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+        // Nothing was sent: an ordinary, retriable timeout.
         ThrowStatus(Status(ErrorCode::kRequestTimeout,
                            "no place in the in-flight window within " +
-                               std::to_string(*timeout) + " s"));
+                               std::to_string(*timeout) + " s; nothing was sent"));
       }
     }
   }

@@ -5,6 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <future>
@@ -61,17 +62,12 @@ auto WithoutGil(Work&& work) -> decltype(work()) {
   }
 }
 
-// Waits for `future`; `timeout_s` of None waits for as long as it takes. Raises the
-// pending Python exception on a signal (KeyboardInterrupt), TimeoutError on timeout.
+// Waits until `future` is ready or `deadline` (none: no bound) passes; returns whether
+// it is ready. Raises the pending Python exception on a signal (KeyboardInterrupt).
 template <typename T>
-T WaitFor(std::future<T>& future, std::optional<double> timeout_s, const char* what) {
+bool WaitUntil(std::future<T>& future,
+               std::optional<std::chrono::steady_clock::time_point> deadline) {
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const std::optional<Clock::time_point> deadline =
-      timeout_s ? std::optional<Clock::time_point>(
-                      start + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(*timeout_s)))
-                : std::nullopt;
   for (;;) {
     auto slice = kWaitSlice;
     if (deadline) {
@@ -80,14 +76,34 @@ T WaitFor(std::future<T>& future, std::optional<double> timeout_s, const char* w
       slice = std::max(std::chrono::milliseconds(0), std::min(slice, left));
     }
     const std::future_status state = WithoutGil([&] { return future.wait_for(slice); });
-    if (state == std::future_status::ready) return future.get();
+    if (state == std::future_status::ready) return true;
     if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
-    if (deadline && Clock::now() >= *deadline) {
-      ThrowStatus(Status(ErrorCode::kRequestTimeout,
-                         std::string(what) + " did not complete within " +
-                             std::to_string(*timeout_s) + " s"));
-    }
+    if (deadline && Clock::now() >= *deadline) return false;
   }
+}
+
+// The deadline `timeout_s` seconds from now; none for None. The facade refuses
+// timeouts that are not positive and finite, or above a year; this bound only keeps a
+// direct caller of _core from overflowing the clock (no deadline is then as good).
+inline std::optional<std::chrono::steady_clock::time_point> DeadlineAfter(
+    std::optional<double> timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  constexpr double kNoBoundAbove = 1e9;  // seconds, about 31 years
+  if (!timeout_s || !(*timeout_s < kNoBoundAbove)) return std::nullopt;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(std::max(0.0, *timeout_s)));
+}
+
+// Waits for `future`; `timeout_s` of None waits for as long as it takes. Raises the
+// pending Python exception on a signal (KeyboardInterrupt), TimeoutError on timeout.
+template <typename T>
+T WaitFor(std::future<T>& future, std::optional<double> timeout_s, const char* what) {
+  if (!WaitUntil(future, DeadlineAfter(timeout_s))) {
+    ThrowStatus(Status(ErrorCode::kRequestTimeout,
+                       std::string(what) + " did not complete within " +
+                           std::to_string(*timeout_s) + " s"));
+  }
+  return future.get();
 }
 
 }  // namespace tubemq::bindings

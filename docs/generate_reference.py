@@ -90,7 +90,37 @@ def errors_page() -> str:
         cls = error_class_for(code).__name__
         retriable = "yes" if _core.is_retriable(code) else "no"
         lines.append(f"| {code} | `{name}` | `{cls}` | {retriable} |")
-    return "\n".join([*lines, ""])
+    return "\n".join([*lines, *_AFTER_A_FAILED_SEND, ""])
+
+
+# Written here, not generated: what the classes of the table mean for a caller.
+_AFTER_A_FAILED_SEND = [
+    "",
+    "## After a failed send",
+    "",
+    "`retriable` says whether sending the same message again is safe, duplicates included:",
+    "",
+    "- `OutcomeUnknownError` (1003, a subclass of `TimeoutError`, not retriable): the send",
+    "  timed out after its message was handed to the network, by the RPC deadline or by the",
+    "  caller's own `timeout`/`send_timeout_s`. The broker may have stored it, or may still.",
+    "  A blind retry may store it twice: retry only where duplicates are acceptable or",
+    "  removed downstream; otherwise record the message as in doubt, or consume the topic",
+    "  to find out.",
+    "- `TimeoutError` (1000, retriable): nothing was sent because of this call (a send",
+    "  found no place in the in-flight window in time; a publish or close ran out of",
+    "  time). Retry.",
+    "- `QueueFullError` (1011, retriable): the window is full and `block_on_full=False`:",
+    "  retry later, or `flush()` first.",
+    "- `ConnectionError`, `ServerError` with `retriable` yes: the producer has already",
+    "  retried, on another partition, every failure that proves nothing was stored; a",
+    "  later retry may succeed. A `ConnectionError` whose message says the broker may have",
+    "  stored the message (the connection broke after the request went out) carries the",
+    "  same risk as `OutcomeUnknownError`.",
+    "- `ConfigError` (1010; `ArgumentTypeError`, also a `TypeError`, for a wrong type) and",
+    "  `InvalidMessageError` (440-445): a bad argument or message, refused before anything",
+    "  was sent; `.key` names the argument where one is to blame. Fix the call.",
+    "- `ClientClosedError` (420, 2002): the producer is closed.",
+]
 
 
 PAGES = {"configuration.md": configuration_page, "errors.md": errors_page}

@@ -16,6 +16,7 @@ from tubemq.assigned_consumer import (
 )
 from tubemq.consumer import Consumer, Message
 from tubemq.errors import (
+    ArgumentTypeError,
     AuthenticationError,
     AuthorizationError,
     ClientClosedError,
@@ -25,6 +26,7 @@ from tubemq.errors import (
     ConsumerGroupConflictError,
     ForkedClientError,
     InvalidMessageError,
+    OutcomeUnknownError,
     PartitionOccupiedError,
     QueueFullError,
     RemoteError,
@@ -39,6 +41,7 @@ __version__: str = _core.__version__
 
 __all__ = [
     "INDEX_ENTRY_SIZE",
+    "ArgumentTypeError",
     "AssignedConsumer",
     "AuthenticationError",
     "AuthorizationError",
@@ -51,6 +54,7 @@ __all__ = [
     "ForkedClientError",
     "InvalidMessageError",
     "Message",
+    "OutcomeUnknownError",
     "PartitionMeta",
     "PartitionOccupiedError",
     "Producer",

@@ -8,7 +8,10 @@ generated from. Durations are integer milliseconds with an ``_ms`` suffix.
 
 from __future__ import annotations
 
+import datetime
 import difflib
+import math
+import numbers
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from tubemq import _core
-from tubemq.errors import ConfigError
+from tubemq.errors import ArgumentTypeError, ConfigError
 
 
 @dataclass(frozen=True)
@@ -27,8 +30,8 @@ class Key:
     type: type | tuple[type, ...]
     default: Any
     doc: str
-    min: int | None = None
-    max: int | None = None
+    min: float | None = None
+    max: float | None = None
     required: bool = False
     # Normalises an already type-checked value; raises ValueError with the reason.
     convert: Callable[[Any], Any] | None = None
@@ -59,6 +62,167 @@ def _readable_file_or_empty(value: Any) -> str:
     if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
         raise ValueError(f"'{path}' is not a readable file")
     return str(path)
+
+
+# --- arguments of methods -----------------------------------------------------------
+#
+# Every public method checks its arguments here before any native call, so that a bad
+# one is a ConfigError naming it (ArgumentTypeError, also a TypeError, for a wrong type)
+# and never reaches the core: no message is handed to the network because of it.
+
+# Longest timeout accepted, in seconds (a year); None is the way to say "no bound".
+MAX_TIMEOUT_S = 365 * 24 * 3600.0
+# Shortest timeout of a send. A shorter one ends, nearly always, before the broker can
+# answer: the message goes out and the caller learns only that its outcome is unknown.
+# Such a value is a slip (milliseconds given as seconds, a computed deadline already
+# spent), so it is refused before anything is sent.
+MIN_SEND_TIMEOUT_S = 0.001
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def check_timeout(
+    value: object,
+    name: str,
+    *,
+    allow_none: bool = True,
+    allow_zero: bool = False,
+    minimum: float | None = None,
+) -> float | None:
+    """Checks a timeout argument in seconds; returns it as a float (None stays None).
+
+    The rule every client method shares: an int or float (not bool), finite, greater
+    than zero and at most :data:`MAX_TIMEOUT_S`. Options widen or narrow it per argument:
+    ``allow_none`` accepts None (what None means is the caller's to document: usually
+    "no bound of the client's own"), ``allow_zero`` accepts 0 (usually "do not wait"),
+    ``minimum`` raises the lower bound. Raises :class:`ArgumentTypeError` for a wrong
+    type and :class:`ConfigError` for a value out of range (NaN, infinities, negatives,
+    zero where it has no meaning, below ``minimum``); both have ``key == name`` and
+    name the argument in the message.
+    """
+    if value is None:
+        if allow_none:
+            return None
+        raise ArgumentTypeError(f"{name} must be a number of seconds, got None", key=name)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        accepted = "a number of seconds" + (" or None" if allow_none else "")
+        raise ArgumentTypeError(
+            f"{name} must be {accepted}, got {_type_name(value)} {value!r}", key=name
+        )
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = -math.inf if value < 0 else math.inf
+    lowest = minimum if minimum is not None else 0.0
+    if math.isnan(seconds) or math.isinf(seconds):
+        hint = "; use None to wait without a bound" if allow_none and seconds > 0 else ""
+        raise ConfigError(
+            f"{name} must be a finite number of seconds, got {value!r}{hint}", key=name
+        )
+    if seconds == 0 and allow_zero:
+        return 0.0
+    if seconds <= 0 or seconds < lowest or seconds > MAX_TIMEOUT_S:
+        if minimum is not None:
+            wanted = f"at least {minimum:g} s"
+        elif allow_zero:
+            wanted = "0 (do not wait) or more"
+        else:
+            wanted = "more than 0 s"
+        raise ConfigError(
+            f"{name} must be {wanted} and at most {MAX_TIMEOUT_S:.0f} s, got {value!r}",
+            key=name,
+        )
+    return seconds
+
+
+def check_text(value: object, name: str, *, allow_none: bool = False, what: str = "") -> None:
+    """Checks a text argument (topic, key, msg_type, ...): a ``str`` that UTF-8 can
+    encode (no lone surrogates), or None where ``allow_none``. Bytes are refused rather
+    than guessed at. Raises :class:`ArgumentTypeError` or :class:`ConfigError` with
+    ``key == name``; the message names ``what`` (default: ``name``)."""
+    label = what or name
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str):
+        accepted = "str" + (" or None" if allow_none else "")
+        hint = "; decode it first" if isinstance(value, (bytes, bytearray)) else ""
+        raise ArgumentTypeError(
+            f"{label} must be {accepted}, got {_type_name(value)} {value!r:.60}{hint}", key=name
+        )
+    if value.isascii():  # the common case, without encoding a copy
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ConfigError(
+            f"{label} is not valid text: {error.reason} at index {error.start} ({value!r:.60})",
+            key=name,
+        ) from None
+
+
+def check_bytes_like(value: object, name: str) -> None:
+    """Checks a message value: any C-contiguous object with the buffer protocol (bytes,
+    bytearray, memoryview, array, ...), which the core then copies once. A str is
+    refused (encode it first), as is a strided view, whose bytes are not one run."""
+    if type(value) is bytes or type(value) is bytearray:  # the common cases, at no cost
+        return
+    try:
+        view = memoryview(value)  # type: ignore[arg-type]
+    except TypeError:
+        hint = "; encode it first" if isinstance(value, str) else ""
+        raise ArgumentTypeError(
+            f"{name} must be bytes-like (bytes, bytearray, memoryview), "
+            f"got {_type_name(value)}{hint}",
+            key=name,
+        ) from None
+    except ValueError as error:  # a released memoryview
+        raise ConfigError(f"{name} is not usable: {error}", key=name) from None
+    with view:
+        if not view.c_contiguous:
+            raise ConfigError(f"{name} must be a contiguous buffer, got a strided view", key=name)
+
+
+def check_callable(value: object, name: str) -> None:
+    """Checks a callback argument: a callable, or None for none."""
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(
+            f"{name} must be callable or None, got {_type_name(value)} {value!r:.60}", key=name
+        )
+
+
+def check_attributes(value: object, name: str = "attrs") -> list[tuple[str, str]]:
+    """Checks message attributes: None, or a mapping of str to str (each as
+    :func:`check_text` wants it); returns the pairs in order. Their content rules (no
+    ``,`` or ``=``, reserved keys) are the core's, checked before anything is sent."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(
+            f"{name} must be a mapping of str to str or None, got {_type_name(value)}", key=name
+        )
+    items = list(value.items())
+    for key, text in items:
+        check_text(key, name, what=f"{name} key {key!r:.40}")
+        check_text(text, name, what=f"{name}[{key!r:.40}]")
+    return items
+
+
+def check_msg_time(value: object, name: str = "msg_time") -> str:
+    """Checks a message time: None (none), a ``datetime`` (its own wall-clock fields),
+    or ``"yyyyMMddHHmm"`` text, whose digits the core checks; returns the text."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime.datetime):
+        return value.strftime("%Y%m%d%H%M")
+    if isinstance(value, str):
+        check_text(value, name)
+        return value
+    wanted = "'yyyyMMddHHmm', a datetime or None"
+    raise ArgumentTypeError(
+        f"{name} must be {wanted}, got {_type_name(value)} {value!r:.40}", key=name
+    )
 
 
 # Keys every client has.
@@ -189,8 +353,11 @@ PRODUCER_KEYS: tuple[Key, ...] = (
         "send_timeout_s",
         (int, float),
         None,
-        "Default timeout of a blocking send() in seconds; None: the RPC deadline bounds it.",
-        min=0,
+        "Default timeout of a blocking send() in seconds; None: only the RPC deadline "
+        "bounds it. A send that times out after its message went out raises "
+        "OutcomeUnknownError (not retriable).",
+        min=MIN_SEND_TIMEOUT_S,
+        max=MAX_TIMEOUT_S,
     ),
 )
 
@@ -209,7 +376,10 @@ class Schema:
         merged: dict[str, Any] = {}
         if config is not None:
             if not isinstance(config, Mapping):
-                raise ConfigError(f"{self.kind} config must be a dict, got {type(config).__name__}")
+                raise ArgumentTypeError(
+                    f"{self.kind} config must be a dict, got {type(config).__name__}",
+                    key="config",
+                )
             merged.update(config)
         merged.update(overrides)
         for name in merged:
@@ -240,9 +410,14 @@ class Schema:
         # bool is an int in Python, but True is never a sensible timeout.
         if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
             names = " or ".join(t.__name__ for t in expected)
-            raise ConfigError(
+            raise ArgumentTypeError(
                 f"{self.kind} config key '{key.name}' must be {names}, "
                 f"got {type(value).__name__} {value!r}",
+                key=key.name,
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(
+                f"{self.kind} config key '{key.name}' must be finite, got {value!r}",
                 key=key.name,
             )
         if isinstance(value, (int, float)) and (

@@ -24,6 +24,11 @@ DeliveryCallback = Callable[[Optional[TubeMQError], Optional[_core.SendResult]],
 
 _log = logging.getLogger("tubemq.delivery")
 _WAIT_SLICE_S = 0.2
+_OUTCOME_UNKNOWN = 1003
+_CLOSED_FIRST = (
+    "the producer closed before the broker answered; the message may be stored, so "
+    "sending it again may store it twice"
+)
 
 
 class DeliveryTracker:
@@ -86,13 +91,14 @@ class DeliveryTracker:
                     self._thread = None
                     return
                 if self._stopping and not deliveries:
-                    # Closing with sends that will never be answered (the native side
-                    # gave up on them): fail them rather than leave futures hanging.
+                    # Closing with sends whose answers close() did not wait for: fail
+                    # them rather than leave futures hanging. Each was handed to the
+                    # network and may yet be stored: their outcome is unknown (1003).
                     leftovers = list(self._pending)
                 else:
                     leftovers = []
             for token in leftovers:
-                self._complete(token, 2002, "the producer closed before the send completed", None)
+                self._complete(token, _OUTCOME_UNKNOWN, _CLOSED_FIRST, None)
 
     def _complete_all(self, deliveries: list[tuple[int, int, str, Any]]) -> None:
         # One lock round for the whole drained batch, not two per send: the lock and

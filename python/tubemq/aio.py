@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from tubemq import producer as _producer
-from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA
+from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
 from tubemq._consuming import Message
 from tubemq.consumer import Consumer as _SyncConsumer
 from tubemq.errors import ClientClosedError
@@ -72,7 +72,10 @@ class Producer:
         return self
 
     async def publish(self, topics: str | Iterable[str], timeout: float | None = None) -> None:
-        await self._thread.run(self._live().publish, topics, timeout)
+        """As :meth:`tubemq.Producer.publish`; the arguments are checked on the loop."""
+        names = _producer._topic_list(topics)
+        seconds = check_timeout(timeout, "timeout")
+        await self._thread.run(self._live().publish, names, seconds)
 
     async def send(
         self,
@@ -84,7 +87,12 @@ class Producer:
         msg_type: str | None = None,
         msg_time: MsgTime = None,
     ) -> SendResult:
-        """Sends one message; returns its :class:`tubemq.SendResult` once stored."""
+        """Sends one message; returns its :class:`tubemq.SendResult` once stored.
+
+        The arguments are those of :meth:`tubemq.Producer.send_async`, checked before the
+        send waits for a place in the window (a bad one raises :class:`ConfigError`).
+        """
+        _producer._message_arguments(topic, value, key, attrs, msg_type, msg_time)
         producer = self._live()
         window = self._window
         assert window is not None  # set with the producer by start()
@@ -101,10 +109,14 @@ class Producer:
         return await asyncio.wrap_future(future)
 
     async def flush(self, timeout: float | None = None) -> int:
-        return await self._thread.run(self._live().flush, timeout)
+        """As :meth:`tubemq.Producer.flush`: None waits as long as it takes, 0 only counts."""
+        seconds = check_timeout(timeout, "timeout", allow_zero=True)
+        return await self._thread.run(self._live().flush, seconds)
 
     async def close(self, timeout: float | None = 5.0) -> None:
-        """Flushes, unregisters and stops the worker thread; idempotent."""
+        """Flushes, unregisters and stops the worker thread; idempotent. ``timeout`` as
+        for :meth:`tubemq.Producer.close` (None: no bound of its own; 0: do not wait)."""
+        check_timeout(timeout, "timeout", allow_zero=True)
         producer, self._sync = self._sync, None
         if producer is not None:
             await self._thread.run(producer.close, timeout)

@@ -41,8 +41,22 @@ class ConfigError(TubeMQError, ValueError):
         self.key = key
 
 
+class ArgumentTypeError(ConfigError, TypeError):
+    """A configuration key or argument of the wrong type (also a ``TypeError``)."""
+
+
 class TimeoutError(TubeMQError, builtins.TimeoutError):
-    """No answer within the deadline."""
+    """No answer within the deadline, from a call that is safe to repeat (``retriable``):
+    a publish, a send that waited in vain for a place in the in-flight window (nothing
+    was sent), a close. A send that timed out after its message was handed to the
+    network raises the subclass :class:`OutcomeUnknownError` instead."""
+
+
+class OutcomeUnknownError(TimeoutError):
+    """A send timed out after its message was handed to the network (1003): the broker
+    may have stored it or not, and may still store it. ``retriable`` is False because a
+    blind retry may store the message twice; retry only if duplicates are acceptable (or
+    deduplicated downstream), or check what the topic holds first."""
 
 
 class ConnectionError(TubeMQError, builtins.ConnectionError):
@@ -111,6 +125,7 @@ _CLASS_BY_CODE: dict[int, type[TubeMQError]] = {
     1000: TimeoutError,
     1001: ConnectionError,
     1002: ConnectionError,
+    1003: OutcomeUnknownError,
     1004: RemoteError,
     1010: ConfigError,
     1011: QueueFullError,
@@ -121,13 +136,24 @@ _CLASS_BY_CODE: dict[int, type[TubeMQError]] = {
 }
 
 
+def _check_code(code: object) -> None:
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise ArgumentTypeError(f"code must be int, got {type(code).__name__}", key="code")
+    if not -(2**31) <= code < 2**31:  # the native codes are 32-bit
+        raise ConfigError(f"code must fit in 32 bits, got {code}", key="code")
+
+
 def error_class_for(code: int) -> type[TubeMQError]:
     """The exception class raised for ``code``."""
+    _check_code(code)
     return _CLASS_BY_CODE.get(code, ServerError)
 
 
 def error_from_code(code: int, message: str) -> TubeMQError:
     """Builds the exception for a native error (installed into ``_core``)."""
+    _check_code(code)
+    if not isinstance(message, str):
+        raise ArgumentTypeError(f"message must be str, got {type(message).__name__}", key="message")
     cls = error_class_for(code)
     if cls is ConfigError:
         return ConfigError(message, code=code)

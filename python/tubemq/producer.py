@@ -18,18 +18,25 @@ import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from tubemq import _core, _lifecycle, _log
 from tubemq._config import (
+    MIN_SEND_TIMEOUT_S,
     PRODUCER_SCHEMA,
+    check_attributes,
+    check_bytes_like,
+    check_callable,
+    check_msg_time,
+    check_text,
+    check_timeout,
     check_topic_name,
     native_client_config,
     native_producer_options,
 )
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
 from tubemq._stats import StatsCallback, StatsReporter
-from tubemq.errors import ConfigError
+from tubemq.errors import ArgumentTypeError, ConfigError
 
 SendResult = _core.SendResult
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -37,39 +44,54 @@ MsgTime = Union[str, datetime.datetime, None]
 
 
 def _topic_list(topics: str | Iterable[str]) -> list[str]:
+    if isinstance(topics, (bytes, bytearray)) or topics is None:
+        raise ArgumentTypeError(
+            f"topics must be a name or a list of names, got {type(topics).__name__}",
+            key="topics",
+        )
     try:
         items = [topics] if isinstance(topics, str) else list(topics)
     except TypeError:
-        raise ConfigError(
+        raise ArgumentTypeError(
             f"topics must be a name or a list of names, got {type(topics).__name__}",
             key="topics",
         ) from None
+    for topic in items:
+        if not isinstance(topic, str):
+            raise ArgumentTypeError(
+                f"topics must be names (str), got {type(topic).__name__} {topic!r:.40}",
+                key="topics",
+            )
     try:
         return [check_topic_name(topic) for topic in items]
     except ValueError as error:
-        raise ConfigError(str(error), key="topics") from None
+        raise ConfigError(f"topics: {error}", key="topics") from None
 
 
-def _attributes(attrs: Mapping[str, str] | None) -> list[tuple[str, str]]:
-    if attrs is None:
-        return []
-    if not isinstance(attrs, Mapping):
-        raise TypeError(f"attrs must be a mapping of str to str, got {type(attrs).__name__}")
-    items = list(attrs.items())
-    for key, value in items:
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"attrs must map str to str, got {key!r}: {value!r}")
-    return items
-
-
-def _msg_time(value: MsgTime) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, datetime.datetime):
-        return value.strftime("%Y%m%d%H%M")
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"msg_time must be 'yyyyMMddHHmm' or a datetime, got {type(value).__name__}")
+def _message_arguments(
+    topic: object,
+    value: object,
+    key: object,
+    attrs: object,
+    msg_type: object,
+    msg_time: object,
+) -> tuple[str, BytesLike, str | None, list[tuple[str, str]], str, str]:
+    """The native send arguments of one message, each checked first (ConfigError naming
+    the bad one); the content rules of attributes, msg_type and msg_time are the core's."""
+    check_text(topic, "topic")
+    check_bytes_like(value, "value")
+    check_text(key, "key", allow_none=True)
+    attributes = check_attributes(attrs, "attrs")
+    check_text(msg_type, "msg_type", allow_none=True)
+    time_text = check_msg_time(msg_time, "msg_time")
+    return (
+        cast(str, topic),
+        cast(BytesLike, value),
+        cast("str | None", key),
+        attributes,
+        cast("str | None", msg_type) or "",
+        time_text,
+    )
 
 
 class Producer:
@@ -90,6 +112,7 @@ class Producer:
         **overrides: Any,
     ) -> None:
         self._config = PRODUCER_SCHEMA.validate(config, overrides)
+        check_callable(stats_cb, "stats_cb")
         self._stats: StatsReporter | None = None
         self._pid = os.getpid()
         self._block = self._config["block_on_full"]
@@ -125,14 +148,23 @@ class Producer:
         return self._live().client_id
 
     def publish(self, topics: str | Iterable[str], timeout: float | None = None) -> None:
-        """Declares topics to publish to; returns once the master lists them usable."""
-        self._live().publish(_topic_list(topics), timeout)
+        """Declares topics to publish to; returns once the master lists them usable.
+
+        ``timeout`` in seconds, more than 0; None (the default) waits for the master's
+        answer, which the RPC deadline (``rpc_timeout_ms``) bounds. A publish that times
+        out raises :class:`TimeoutError`; the topics stay declared, and publishing them
+        again is safe.
+        """
+        names = _topic_list(topics)
+        seconds = check_timeout(timeout, "timeout")
+        self._live().publish(names, seconds)
 
     def published_topics(self) -> list[str]:
         return sorted(self._live().published_topics())
 
     def partitions(self, topic: str) -> list[_core.PartitionInfo]:
         """The writable partitions of a published topic, as the master last reported them."""
+        check_text(topic, "topic")
         return list(self._live().partitions(topic))
 
     def send(
@@ -151,16 +183,23 @@ class Producer:
         ``value`` is any bytes-like object (copied once). ``key`` pins the partition by a
         stable hash instead of round robin. ``msg_type`` is the filter item consumers can
         select on; ``msg_time`` is a ``datetime`` or ``"yyyyMMddHHmm"``.
+
+        ``timeout`` bounds the whole call, in seconds: at least 0.001 (a shorter one could
+        only end before any broker answers) and finite; None (the default) takes the
+        producer's ``send_timeout_s``, and when that is None too only the RPC deadline
+        bounds the wait for the broker. Running out of time while waiting for a place in
+        the in-flight window raises :class:`TimeoutError` (nothing was sent; retriable).
+        Running out after the message was handed to the network raises
+        :class:`OutcomeUnknownError` (not retriable): the broker may store it, so sending
+        it again may store it twice.
+
+        Every argument is checked before anything is sent: a bad one raises
+        :class:`ConfigError` (:class:`ArgumentTypeError` for a wrong type) naming it.
         """
+        seconds = check_timeout(timeout, "timeout", minimum=MIN_SEND_TIMEOUT_S)
+        message = _message_arguments(topic, value, key, attrs, msg_type, msg_time)
         return self._live().send(
-            topic,
-            value,
-            key,
-            _attributes(attrs),
-            msg_type or "",
-            _msg_time(msg_time),
-            self._block,
-            self._send_timeout if timeout is None else timeout,
+            *message, self._block, self._send_timeout if seconds is None else seconds
         )
 
     def send_async(
@@ -177,34 +216,46 @@ class Producer:
         """Queues one message; returns a future of its :class:`SendResult`.
 
         ``callback(error, result)`` is called once as well (error ``None`` on success).
-        Only bad arguments and a full window (with ``block_on_full=False``:
-        :class:`QueueFullError`) raise here; every other failure arrives through the
-        future and the callback.
+        Only bad arguments (:class:`ConfigError`, checked before anything is queued) and a
+        full window (with ``block_on_full=False``: :class:`QueueFullError`) raise here;
+        every other failure arrives through the future and the callback.
         """
+        message = _message_arguments(topic, value, key, attrs, msg_type, msg_time)
+        check_callable(callback, "callback")
         native = self._live()
-        attributes = _attributes(attrs)
-        time_text = _msg_time(msg_time)
         token, future = self._deliveries.register(callback)
         try:
-            native.send_async(
-                topic, value, key, attributes, msg_type or "", time_text, token, self._block
-            )
+            native.send_async(*message, token, self._block)
         except BaseException:
             self._deliveries.forget(token)
             raise
         return future
 
     def flush(self, timeout: float | None = None) -> int:
-        """Waits until every queued send has completed; returns how many are still pending."""
+        """Waits until every queued send has completed; returns how many are still pending.
+
+        ``timeout`` in seconds: None (the default) waits for as long as it takes, 0 does
+        not wait (it only counts), a positive number waits at most that long.
+        """
+        seconds = check_timeout(timeout, "timeout", allow_zero=True)
         self._live()
-        return self._deliveries.wait_empty(timeout)
+        return self._deliveries.wait_empty(seconds)
 
     def in_flight(self) -> int:
         """Sends queued and not yet completed."""
         return self._deliveries.pending()
 
     def close(self, timeout: float | None = 5.0) -> None:
-        """Flushes (bounded by ``timeout``), unregisters and releases connections; idempotent."""
+        """Flushes, unregisters and releases connections; idempotent.
+
+        ``timeout`` bounds the whole close, in seconds: the flush, then the
+        unregistration. If it runs out, :class:`TimeoutError` is raised, the producer is
+        closed all the same, and the sends still pending fail with
+        :class:`OutcomeUnknownError`. None waits without a bound of its own (the RPC
+        deadline still bounds each step); 0 does not wait: pending sends fail at once with
+        :class:`OutcomeUnknownError` and the unregistration goes on in the background.
+        """
+        seconds = check_timeout(timeout, "timeout", allow_zero=True)
         if self._native is None:
             return
         native = self._live()
@@ -213,15 +264,17 @@ class Producer:
         self._native = None
         _lifecycle.untrack(self)
         try:
-            if timeout is None:
+            if seconds is None:
                 self._deliveries.wait_empty(None)
                 native.close(None)
+            elif seconds == 0:
+                native.close(0.0)  # starts the close, never raises for its outcome
             else:  # one budget for both steps
-                deadline = time.monotonic() + timeout
-                self._deliveries.wait_empty(timeout)
+                deadline = time.monotonic() + seconds
+                self._deliveries.wait_empty(seconds)
                 native.close(max(0.05, deadline - time.monotonic()))
         finally:
-            self._deliveries.stop()
+            self._deliveries.stop(0.0 if seconds == 0 else 2.0)
 
     @property
     def closed(self) -> bool:

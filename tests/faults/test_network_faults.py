@@ -80,7 +80,9 @@ def send_until_stored(producer: tubemq.Producer, topic: str, seconds: float) -> 
             producer.send(topic, b"probe")
             return time.monotonic() - started
         except tubemq.TubeMQError as error:
-            assert error.retriable, error
+            # A send into a connection still blackholed may time out: its outcome is
+            # unknown, and it says so instead of claiming a retry is safe.
+            assert error.retriable or isinstance(error, tubemq.OutcomeUnknownError), error
             assert time.monotonic() - started < seconds, f"no send succeeded: {error}"
 
 
@@ -104,11 +106,11 @@ def test_a_blackholed_broker_times_out_within_the_deadline_and_is_shielded(proxi
 
         broker_proxy.set_mode("blackhole")
         started = time.monotonic()
-        with pytest.raises(tubemq.TimeoutError) as info:
+        with pytest.raises(tubemq.OutcomeUnknownError) as info:
             producer.send(TOPIC, b"into the void")
         elapsed = time.monotonic() - started
-        assert info.value.code == 1000
-        assert info.value.retriable
+        assert info.value.code == 1003
+        assert not info.value.retriable  # the request went out: a retry may duplicate
         assert "may have stored" in info.value.message  # never re-sent: no duplicate
         assert deadline_s * 0.9 <= elapsed <= deadline_s + 1.0, elapsed
         assert producer.counters()["brokers_shielded"] == 1
@@ -118,12 +120,33 @@ def test_a_blackholed_broker_times_out_within_the_deadline_and_is_shielded(proxi
         futures = [producer.send_async(TOPIC, b"void %d" % i) for i in range(50)]
         assert producer.flush(timeout=deadline_s + 3.0) == 0
         assert time.monotonic() - started <= deadline_s + 1.5
-        assert all(isinstance(f.exception(), tubemq.TimeoutError) for f in futures)
+        assert all(isinstance(f.exception(), tubemq.OutcomeUnknownError) for f in futures)
 
         # The network heals: sends succeed again, and success lifts the shield.
         broker_proxy.set_mode("pass")
         assert send_until_stored(producer, TOPIC, seconds=3 * deadline_s) < 3 * deadline_s
         assert producer.counters()["brokers_shielded"] == 0
+
+
+def test_a_send_timeout_after_the_hand_off_is_an_unknown_outcome(proxied, broker_proxy):
+    # The caller's own timeout, shorter than the RPC deadline, runs out while the message
+    # sits at the silent broker: the outcome is unknown, and the error does not call a
+    # retry safe. Both ways to give a send timeout: the call's, and send_timeout_s.
+    with tubemq.Producer(
+        master=proxied.cluster.master_address, rpc_timeout_ms=RPC_TIMEOUT_MS, send_timeout_s=0.3
+    ) as producer:
+        producer.publish(TOPIC)
+        assert producer.send(TOPIC, b"before").message_id >= 0
+        broker_proxy.set_mode("blackhole")
+        for timeout in (0.3, None):
+            started = time.monotonic()
+            with pytest.raises(tubemq.OutcomeUnknownError) as info:
+                producer.send(TOPIC, b"into the void", timeout=timeout)
+            assert 0.25 <= time.monotonic() - started < 1.0
+            assert info.value.code == 1003 and not info.value.retriable
+            assert isinstance(info.value, tubemq.TimeoutError)  # still caught as one
+            assert "may be stored" in info.value.message
+        broker_proxy.set_mode("pass")
 
 
 def test_close_does_not_hang_on_a_blackholed_broker(proxied, broker_proxy):
@@ -138,9 +161,10 @@ def test_close_does_not_hang_on_a_blackholed_broker(proxied, broker_proxy):
         producer.close(timeout=0.5)
     assert time.monotonic() - started < 1.5
     assert producer.closed
-    for future in futures:  # none is left hanging
+    for future in futures:  # none is left hanging, and none claims a retry is safe
         error = future.exception(timeout=RPC_TIMEOUT_MS / 1000 + 1.0)
-        assert isinstance(error, (tubemq.TimeoutError, tubemq.ClientClosedError)), error
+        assert isinstance(error, tubemq.OutcomeUnknownError), error
+        assert not error.retriable
 
 
 @pytest.mark.parametrize("mode", ["reset", "truncate"])

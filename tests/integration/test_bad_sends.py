@@ -1,12 +1,17 @@
 """Bad input to a running producer: each case is a typed error raised before anything
 reaches a broker (the producer never opens a broker connection and stores nothing).
-The config table is tests/unit/test_bad_input.py."""
+The config table is tests/unit/test_bad_input.py; the table of bad arguments to every
+method is tests/argument_table.py, whose live-producer rows run here."""
 
 from __future__ import annotations
+
+import math
+import time
 
 import pytest
 
 import tubemq
+from argument_table import GOOD_CALLS, TOPIC, check_error, rows
 from tubemq import _core
 
 pytestmark = pytest.mark.integration
@@ -50,12 +55,20 @@ SEND_CASES = [
     ("msg_type with =", dict(msg_type="a=b"), tubemq.ConfigError, 1010, "contains"),
     ("msg_time not 12 digits", dict(msg_time="2025"), tubemq.ConfigError, 1010, "12 digits"),
     ("msg_time with letters", dict(msg_time="2025010112ab"), tubemq.ConfigError, 1010, "12 digits"),
-    ("non-string attr key", dict(attrs={1: "v"}), TypeError, None, "str"),
-    ("non-string attr value", dict(attrs={"k": 1}), TypeError, None, "str"),
-    ("attrs not a mapping", dict(attrs=[("k", "v")]), TypeError, None, "mapping"),
-    ("str value", dict(value="text"), TypeError, None, ""),
-    ("int value", dict(value=5), TypeError, None, ""),
-    ("msg_time of a wrong type", dict(msg_time=202501011230), TypeError, None, "msg_time"),
+    # Wrong types: ArgumentTypeError, a ConfigError that is also a TypeError (more in
+    # the argument table below).
+    ("non-string attr key", dict(attrs={1: "v"}), tubemq.ArgumentTypeError, 1010, "str"),
+    ("non-string attr value", dict(attrs={"k": 1}), tubemq.ArgumentTypeError, 1010, "str"),
+    ("attrs not a mapping", dict(attrs=[("k", "v")]), tubemq.ArgumentTypeError, 1010, "mapping"),
+    ("str value", dict(value="text"), tubemq.ArgumentTypeError, 1010, "encode"),
+    ("int value", dict(value=5), tubemq.ArgumentTypeError, 1010, "bytes-like"),
+    (
+        "msg_time of a wrong type",
+        dict(msg_time=202501011230),
+        tubemq.ArgumentTypeError,
+        1010,
+        "msg_time",
+    ),
 ]
 
 
@@ -113,3 +126,73 @@ def test_invalid_group_names_are_refused_before_registering(master, topics, grou
     with pytest.raises(tubemq.ConfigError) as info:
         tubemq.Consumer(master=master, group=group, topics=[topics[7]])
     assert info.value.key == "group"
+
+
+# --- the argument table (tests/argument_table.py) on a live producer -------------------
+
+
+def _traffic(producer: tubemq.Producer) -> tuple:
+    """Everything a send or publish that got through would change."""
+    counters = producer.counters()
+    native = producer._native
+    assert native is not None
+    return (
+        counters["sent_ok"],
+        counters["sent_failed"],
+        native.in_flight(),
+        producer.in_flight(),
+        producer.published_topics(),
+        _core.service_state()["connections"],
+    )
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.id) for r in rows("Producer")])
+def test_a_bad_argument_is_refused_before_anything_is_sent(fresh_producer, topics, row):
+    before = _traffic(fresh_producer)
+    with pytest.raises(tubemq.TubeMQError) as info:
+        getattr(fresh_producer, row.method)(**row.arguments(topics[7]))
+    check_error(info.value, row)
+    assert not fresh_producer.closed  # a refused close() closes nothing
+    assert _traffic(fresh_producer) == before  # nothing sent, queued or published
+    assert fresh_producer.counters()["sent_ok"] == 0  # nothing ever stored
+
+
+def test_the_good_calls_of_the_table_succeed(master, topics):
+    # The control of the rows above: the same calls with good arguments get through.
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topics[6])
+        calls = {
+            method: args for (target, method), args in GOOD_CALLS.items() if target == "Producer"
+        }
+        for method, arguments in calls.items():
+            if method == "close":
+                continue
+            good = {k: topics[6] if v == TOPIC else v for k, v in arguments.items()}
+            result = getattr(producer, method)(**good)
+            if method == "send_async":
+                assert result.result(timeout=10).message_id >= 0
+        assert producer.flush(**calls["flush"]) == 0
+        producer.close(**calls["close"])
+        assert producer.closed
+
+
+@pytest.mark.parametrize("value", [0, -1, 1e-9, math.nan, math.inf, "1", True])
+def test_a_bad_send_timeout_s_is_refused_before_registering(master, value):
+    with pytest.raises(tubemq.ConfigError) as info:
+        tubemq.Producer(master=master, send_timeout_s=value)
+    assert info.value.key == "send_timeout_s"
+
+
+def test_flush_and_close_with_zero_do_not_wait(master, topics):
+    producer = tubemq.Producer(master=master)
+    producer.publish(topics[6])
+    futures = [producer.send_async(topics[6], b"zero %d" % i) for i in range(200)]
+    started = time.monotonic()
+    pending = producer.flush(timeout=0)
+    assert 0 <= pending <= len(futures)
+    producer.close(timeout=0)  # neither waits nor raises
+    assert time.monotonic() - started < 0.5
+    assert producer.closed
+    for future in futures:  # each completes: stored, or failed as an unknown outcome
+        error = future.exception(timeout=5)
+        assert error is None or isinstance(error, tubemq.OutcomeUnknownError), error

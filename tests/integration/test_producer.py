@@ -240,3 +240,28 @@ def test_ctrl_c_interrupts_a_blocking_call_quickly(master, topics, blocking_call
     assert done.returncode == 0, done.stdout + done.stderr
     delay = delay_after_signal(done.stdout)
     assert delay < 0.2, delay
+
+
+def test_close_is_prompt_with_sends_still_in_flight(master, topics):
+    # Issue 15: blocking sends whose caller stopped waiting are still in flight
+    # natively. With two or more of them, close() lost its continuation at the first
+    # reply and waited out the RPC timeout (raising after its own 5 s); with one, its
+    # leftover safety timer made stopping the I/O service take 1 s.
+    producer = tubemq.Producer(master=master)
+    producer.publish(topics[4])
+    native = producer._native
+    unknown = 0
+    for index in range(20):
+        # The native call, not send(): the facade refuses a timeout this short. The
+        # producer's first sends wait for its broker connection, so most are in flight
+        # (a reply that beats the GIL back lets one succeed).
+        try:
+            native.send(topics[4], b"abandoned %d" % index, None, [], "", "", True, 1e-6)
+        except tubemq.OutcomeUnknownError as error:
+            assert not error.retriable
+            unknown += 1
+    assert unknown >= 2 and native.in_flight() >= 2, (unknown, native.in_flight())
+    started = time.monotonic()
+    producer.close()
+    assert time.monotonic() - started < 0.5
+    assert native.counters()["sent_ok"] == 20  # each one stored, none lost

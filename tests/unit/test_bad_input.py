@@ -7,6 +7,7 @@ is covered without editing this file, or fails here until its bad values are kno
 
 from __future__ import annotations
 
+import math
 import socket
 from typing import Any
 
@@ -75,6 +76,8 @@ REFUSED_VALUES: dict[str, list[Any]] = {
     "consume_from": ["first", "EARLIEST", ""],
     "bound_offsets": [{"nocolons": 0}, {"1:t:0": -1}, {"1:t:0": "0"}, {"1:t:0": True}],
     "session_key": ["s" * 1025, "a,b"],
+    # A send timeout: finite, and at least 1 ms (below, the outcome is always unknown).
+    "send_timeout_s": [0, 0.0, -1, 1e-9, 0.0009, math.nan, math.inf, -math.inf],
 }
 
 # One value of a type no key accepts (object), plus ones that catch common slips.
@@ -116,7 +119,7 @@ def _cases() -> list[Any]:
             bad += [("value", v) for v in REFUSED_VALUES.get(key.name, [])]
             for index, (what, value) in enumerate(bad):
                 cases.append(
-                    pytest.param(kind, key.name, value, id=f"{kind}-{key.name}-{what}{index}")
+                    pytest.param(kind, key.name, value, what, id=f"{kind}-{key.name}-{what}{index}")
                 )
     return cases
 
@@ -136,8 +139,8 @@ def test_the_table_covers_every_key_of_every_schema():
             assert _wrong_types(key), f"{kind} key {name!r} accepts every slip"
 
 
-@pytest.mark.parametrize("kind, name, value", _cases())
-def test_a_bad_value_is_a_config_error_naming_the_key(kind, name, value):
+@pytest.mark.parametrize("kind, name, value, what", _cases())
+def test_a_bad_value_is_a_config_error_naming_the_key(kind, name, value, what):
     _, client, required = CLIENTS[kind]
     config = {**required, name: value}
     with pytest.raises(tubemq.ConfigError) as info:
@@ -145,6 +148,8 @@ def test_a_bad_value_is_a_config_error_naming_the_key(kind, name, value):
     assert info.value.key == name, info.value
     assert repr(name)[1:-1] in str(info.value)
     assert isinstance(info.value, ValueError)
+    # A wrong type is also a TypeError (ArgumentTypeError), as for method arguments.
+    assert isinstance(info.value, tubemq.ArgumentTypeError) == (what == "type"), info.value
     assert info.value.code == 1010
     assert tubemq._core.service_state()["io_threads"] == 0  # nothing started
 

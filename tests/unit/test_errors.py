@@ -14,6 +14,7 @@ from tubemq import errors
     "code, cls, name",
     [
         (1000, tubemq.TimeoutError, "REQUEST_TIMEOUT"),
+        (1003, tubemq.OutcomeUnknownError, "SEND_OUTCOME_UNKNOWN"),
         (1001, tubemq.ConnectionError, None),
         (1002, tubemq.ConnectionError, None),
         (5001, tubemq.ConnectionError, None),
@@ -46,8 +47,19 @@ def test_transport_errors_are_also_builtin_errors():
     assert isinstance(errors.error_from_code(1010, "x"), ValueError)
 
 
+def test_a_wrong_type_is_a_config_error_and_a_type_error():
+    error = tubemq.ArgumentTypeError("timeout must be a number", key="timeout")
+    assert isinstance(error, tubemq.ConfigError)
+    assert isinstance(error, TypeError) and isinstance(error, ValueError)
+    assert error.code == 1010 and error.key == "timeout" and not error.retriable
+
+
 def test_retriable_follows_the_code():
     assert errors.error_from_code(1000, "slow").retriable
+    # A send timed out after it went out: still a TimeoutError, but not safe to repeat.
+    unknown = errors.error_from_code(1003, "maybe stored")
+    assert isinstance(unknown, tubemq.TimeoutError) and isinstance(unknown, builtins.TimeoutError)
+    assert not unknown.retriable
     assert errors.error_from_code(1001, "refused").retriable
     assert not errors.error_from_code(1010, "bad").retriable
     assert not errors.error_from_code(415, "who are you").retriable
@@ -109,6 +121,7 @@ ALL_CODES = {
     1000: True,
     1001: True,
     1002: True,
+    1003: False,  # a send whose outcome is unknown: a blind retry may duplicate it
     1004: False,
     1010: False,
     1011: True,

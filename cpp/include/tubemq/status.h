@@ -63,6 +63,10 @@ enum class ErrorCode : int32_t {
   kRequestTimeout = 1000,     // no reply within the request's deadline
   kConnectFailed = 1001,      // TCP connect refused, unreachable or timed out
   kConnectionClosed = 1002,   // the peer closed or reset the connection
+  // A send timed out after its request was handed to the network: the broker may have
+  // stored the message, so unlike 1000 it is not retriable (a blind retry may store it
+  // twice). Not a C client code; 1003 is free in both the upstream C and Java clients.
+  kSendOutcomeUnknown = 1003,
   kRemoteException = 1004,    // the server answered with an exception response
   kInvalidArgument = 1010,    // bad input from the application (maps to ConfigError)
   kQueueFull = 1011,          // the in-flight window is full and blocking was not wanted

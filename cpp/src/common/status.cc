@@ -55,6 +55,7 @@ const char* ErrorCodeName(int32_t code) {
     case ErrorCode::kRequestTimeout: return "REQUEST_TIMEOUT";
     case ErrorCode::kConnectFailed: return "CONNECT_FAILED";
     case ErrorCode::kConnectionClosed: return "CONNECTION_CLOSED";
+    case ErrorCode::kSendOutcomeUnknown: return "SEND_OUTCOME_UNKNOWN";
     case ErrorCode::kProtocolError: return "PROTOCOL_ERROR";
     case ErrorCode::kRemoteException: return "REMOTE_EXCEPTION";
     case ErrorCode::kInvalidArgument: return "INVALID_ARGUMENT";
@@ -94,6 +95,9 @@ bool IsRetriable(int32_t code) {
     case ErrorCode::kProtocolError:
     case ErrorCode::kQueueFull:
       return true;
+    // Not retriable although transient: the broker may already hold the message.
+    case ErrorCode::kSendOutcomeUnknown:
+      return false;
     default:
       return false;
   }

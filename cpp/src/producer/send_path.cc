@@ -1,7 +1,9 @@
 // The producer's send path (behaviour.md §2.5-2.8): local checks, partition choice,
 // the SendMessage request, the reply, retries that cannot duplicate, broker shielding,
 // and the in-flight window that gives callers backpressure.
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 
 #include "BrokerService.pb.h"
 #include "MasterService.pb.h"
@@ -73,26 +75,41 @@ void Producer::Impl::ReleaseSendSlot() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (in_flight_ > 0) --in_flight_;
-    if (in_flight_ == 0 && on_drained_) drained = std::move(on_drained_);
-    on_drained_ = nullptr;
+    // Only the last send out takes the close's continuation. (Clearing it on every
+    // release dropped it whenever close() began with two or more sends in flight; the
+    // close then waited for its safety timer, the RPC timeout, 10 s by default.)
+    if (in_flight_ == 0 && on_drained_) {
+      drained = std::move(on_drained_);
+      on_drained_ = nullptr;
+    }
   }
   slot_freed_.notify_one();
   if (drained) drained();
 }
 
 void Producer::Impl::WhenDrained(std::chrono::milliseconds deadline, std::function<void()> then) {
-  auto once = std::make_shared<std::once_flag>();
-  auto run = [once, then = std::move(then)] { std::call_once(*once, then); };
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (in_flight_ > 0) {
+      // Whichever comes first, the last reply or the deadline, runs `then`, once. The
+      // drain also cancels the deadline's wait: left pending, it kept the I/O service
+      // busy, and stopping the service (the last client's close) waits up to 1 s for
+      // pending work to run out. The timer's own strand orders that cancel, posted from
+      // whichever I/O thread got the last reply, with the timer's expiry.
+      auto timer = std::make_shared<asio::steady_timer>(asio::make_strand(engine_->io()), deadline);
+      auto once = std::make_shared<std::once_flag>();
+      auto run = [once, timer, then = std::move(then)] {
+        std::call_once(*once, then);
+        asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+      };
       on_drained_ = run;
-      auto timer = std::make_shared<asio::steady_timer>(engine_->io(), deadline);
-      timer->async_wait([timer, run](const asio::error_code&) { run(); });
+      // The wait holds `run`, which holds the timer: the cycle ends when the wait
+      // completes, by expiry or by the cancel above.
+      timer->async_wait([run](const asio::error_code&) { run(); });
       return;
     }
   }
-  run();
+  then();
 }
 
 void Producer::Impl::Send(OutgoingMessage message, SendCallback callback) {
@@ -246,9 +263,16 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
     return;
   }
   if (Ambiguous(result)) {
-    result = Status(result.code(), result.message() +
-                                       " (the broker may have stored the message; it was not "
-                                       "re-sent, to avoid a duplicate)");
+    // A timeout after the request went out gets a code of its own, because its
+    // `retriable` must say "not safely": a caller retrying a plain 1000 would store the
+    // message twice whenever the broker had stored it. A lost connection keeps its code
+    // (retriable, behaviour.md §10 scenario 6) and only carries the note.
+    const ErrorCode code = result.code() == ErrorCode::kRequestTimeout
+                               ? ErrorCode::kSendOutcomeUnknown
+                               : result.code();
+    result = Status(code, result.message() +
+                              " (the broker may have stored the message; it was not "
+                              "re-sent, to avoid a duplicate)");
   } else if (job->attempts > 1) {
     result = Status(result.code(),
                     result.message() + " (after " + std::to_string(job->attempts) + " attempts)");

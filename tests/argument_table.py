@@ -1,0 +1,214 @@
+"""The table of bad arguments to public methods and module functions: each must raise a
+``tubemq.ConfigError`` naming the argument (an ``ArgumentTypeError``, also a
+``TypeError``, for a wrong type) before any native call.
+
+Rows are generated from two tables: the good call of each method (``GOOD_CALLS``), and
+the bad values of each of its arguments (``BAD_VALUES``), each with its kind. A test
+swaps one argument of the good call for one bad value. tests/unit/test_argument_errors.py
+runs the rows that need no cluster and checks that every parameter of every public
+method has rows; tests/integration/test_bad_sends.py runs the rest against a live
+producer and checks that nothing was sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+from typing import Any
+
+TOPIC = "{topic}"  # replaced by a real, published topic when the row runs
+
+# Kinds of bad value. A wrong type (including None where None is not allowed, and bytes
+# where text is wanted) must raise ArgumentTypeError; every kind raises ConfigError.
+TYPE_KINDS = {"type", "none", "bytes"}
+KINDS = TYPE_KINDS | {"surrogate", "range", "value"}
+
+
+def _released_view() -> memoryview:
+    view = memoryview(b"released")
+    view.release()
+    return view
+
+
+# --- bad values shared by arguments of the same sort ----------------------------------
+TEXT = [(5, "type"), (b"name", "bytes"), ("lone\udc80surrogate", "surrogate"), (["t"], "type")]
+REQUIRED_TEXT = [*TEXT, (None, "none")]
+# Every timeout: not a number, or not a finite number within a year.
+TIMEOUT_ALWAYS_BAD = [
+    ("1", "type"),
+    (True, "type"),
+    (b"1", "bytes"),
+    ([1], "type"),
+    (-1, "range"),
+    (-0.001, "range"),
+    (math.nan, "range"),
+    (math.inf, "range"),
+    (-math.inf, "range"),
+    (1e12, "range"),
+    (10**400, "range"),  # beyond any float
+]
+# Where 0 has no meaning (publish): a positive number or None.
+POSITIVE_TIMEOUT = [*TIMEOUT_ALWAYS_BAD, (0, "range"), (0.0, "range")]
+# A send's timeout: at least 1 ms, so that it cannot end before any broker answers.
+SEND_TIMEOUT = [*POSITIVE_TIMEOUT, (1e-9, "range"), (0.0009, "range")]
+# flush() and close() accept 0 ("do not wait"): only the always-bad values remain.
+WAIT_TIMEOUT = TIMEOUT_ALWAYS_BAD
+VALUE = [
+    ("text", "type"),
+    (None, "none"),
+    (5, "type"),
+    ([1, 2], "type"),
+    (memoryview(b"abcdef")[::2], "value"),  # strided: its bytes are not one run
+    (_released_view(), "value"),
+]
+ATTRS = [
+    ([("k", "v")], "type"),
+    ("k=v", "type"),
+    ({1: "v"}, "type"),
+    ({"k": 1}, "type"),
+    ({"k": None}, "none"),
+    ({b"k": "v"}, "bytes"),
+    ({"k": b"v"}, "bytes"),
+    ({"k\udc80": "v"}, "surrogate"),
+    ({"k": "v\ud800"}, "surrogate"),
+]
+MSG_TIME = [
+    (202501011230, "type"),
+    (1.5, "type"),
+    (b"202501011230", "bytes"),
+    (datetime.date(2025, 1, 1), "type"),
+    ("20250101\udc80230", "surrogate"),
+]
+CALLBACK = [("print", "type"), (5, "type")]
+TOPICS = [
+    (5, "type"),
+    (None, "none"),
+    (b"topic", "bytes"),
+    ([None], "none"),
+    ([b"topic"], "bytes"),
+    (["bad\udc80name"], "surrogate"),
+]
+CONFIG = [(5, "type"), ("master=127.0.0.1:1", "type"), ([("master", "h:1")], "type")]
+
+# --- the producer side ----------------------------------------------------------------
+# (target, method): the good call whose arguments the rows spoil one at a time. Targets:
+# "Producer" is a live tubemq.Producer; "aio.Producer" a tubemq.aio.Producer not started
+# (its checks come first, so a good call raises ClientClosedError); "Producer()" and
+# "aio.Producer()" the constructors (with a master nobody listens on); "tubemq.errors"
+# the module's functions.
+GOOD_CALLS: dict[tuple[str, str], dict[str, Any]] = {
+    ("Producer", "send"): {"topic": TOPIC, "value": b"x"},
+    ("Producer", "send_async"): {"topic": TOPIC, "value": b"x"},
+    ("Producer", "publish"): {"topics": TOPIC},
+    ("Producer", "partitions"): {"topic": TOPIC},
+    ("Producer", "flush"): {},
+    ("Producer", "close"): {},
+    ("aio.Producer", "send"): {"topic": TOPIC, "value": b"x"},
+    ("aio.Producer", "publish"): {"topics": TOPIC},
+    ("aio.Producer", "flush"): {},
+    ("aio.Producer", "close"): {},
+    ("Producer()", "__init__"): {},
+    ("aio.Producer()", "__init__"): {},
+    ("tubemq.errors", "error_from_code"): {"code": 1000, "message": "m"},
+    ("tubemq.errors", "error_class_for"): {"code": 1000},
+}
+
+_MESSAGE = {
+    "topic": REQUIRED_TEXT,
+    "value": VALUE,
+    "key": TEXT,
+    "attrs": ATTRS,
+    "msg_type": TEXT,
+    "msg_time": MSG_TIME,
+}
+
+BAD_VALUES: dict[tuple[str, str], dict[str, list[tuple[Any, str]]]] = {
+    ("Producer", "send"): {**_MESSAGE, "timeout": SEND_TIMEOUT},
+    ("Producer", "send_async"): {**_MESSAGE, "callback": CALLBACK},
+    ("Producer", "publish"): {"topics": TOPICS, "timeout": POSITIVE_TIMEOUT},
+    ("Producer", "partitions"): {"topic": REQUIRED_TEXT},
+    ("Producer", "flush"): {"timeout": WAIT_TIMEOUT},
+    ("Producer", "close"): {"timeout": WAIT_TIMEOUT},
+    ("aio.Producer", "send"): dict(_MESSAGE),
+    ("aio.Producer", "publish"): {"topics": TOPICS, "timeout": POSITIVE_TIMEOUT},
+    ("aio.Producer", "flush"): {"timeout": WAIT_TIMEOUT},
+    ("aio.Producer", "close"): {"timeout": WAIT_TIMEOUT},
+    # The keys of the configuration are tests/unit/test_bad_input.py's table.
+    ("Producer()", "__init__"): {"config": CONFIG, "stats_cb": CALLBACK},
+    ("aio.Producer()", "__init__"): {"config": CONFIG},
+    ("tubemq.errors", "error_from_code"): {
+        "code": [
+            ("1000", "type"),
+            (True, "type"),
+            (None, "none"),
+            (1.0, "type"),
+            (1 << 40, "range"),
+        ],
+        "message": [(None, "none"), (b"m", "bytes"), (5, "type")],
+    },
+    ("tubemq.errors", "error_class_for"): {
+        "code": [("1000", "type"), (None, "none"), (1.0, "type"), (-(1 << 40), "range")]
+    },
+}
+
+# Parameters of public methods that take no checked value, and why.
+NOT_CHECKED: dict[tuple[str, str], dict[str, str]] = {
+    ("Producer()", "__init__"): {"overrides": "configuration keys: test_bad_input.py's table"},
+    ("aio.Producer()", "__init__"): {"overrides": "configuration keys: test_bad_input.py's table"},
+}
+
+# --- consumer methods: reserved for the consumer side (issue 15) ----------------------
+# tubemq.Consumer, tubemq.AssignedConsumer, tubemq.aio.Consumer and the module functions
+# of tubemq.assigned_consumer (java_string_hash, partitions_for_node, message_count) add
+# their GOOD_CALLS and BAD_VALUES entries here, their checks made with check_timeout()
+# and check_text() of tubemq._config. Not filled in on the producer side.
+# --- end of the consumer section ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    target: str
+    method: str
+    argument: str
+    value: Any
+    kind: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.target}.{self.method}-{self.argument}-{self.kind}-{self.value!r:.30}"
+
+    def arguments(self, topic: str) -> dict[str, Any]:
+        """The good call's arguments with this row's bad value in place."""
+        good = {
+            name: topic if value == TOPIC else value
+            for name, value in GOOD_CALLS[(self.target, self.method)].items()
+        }
+        return {**good, self.argument: self.value}
+
+
+def check_error(error: BaseException, row: Row) -> None:
+    """What every row's error must be: a ConfigError naming the argument (in ``key`` and
+    in the text), also a TypeError for a wrong type, and not pybind11's own TypeError."""
+    import tubemq
+
+    assert isinstance(error, tubemq.ConfigError), repr(error)
+    assert error.key == row.argument, error
+    assert row.argument in str(error), error
+    assert error.code == 1010 and not error.retriable
+    if row.kind in TYPE_KINDS:
+        assert isinstance(error, tubemq.ArgumentTypeError), repr(error)
+        assert isinstance(error, TypeError)
+    assert "incompatible function arguments" not in str(error)
+
+
+def rows(*targets: str) -> list[Row]:
+    out = []
+    for (target, method), arguments in BAD_VALUES.items():
+        if targets and target not in targets:
+            continue
+        for argument, values in arguments.items():
+            for value, kind in values:
+                assert kind in KINDS, kind
+                out.append(Row(target, method, argument, value, kind))
+    return out
