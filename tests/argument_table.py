@@ -158,11 +158,92 @@ NOT_CHECKED: dict[tuple[str, str], dict[str, str]] = {
     ("aio.Producer()", "__init__"): {"overrides": "configuration keys: test_bad_input.py's table"},
 }
 
-# --- consumer methods: reserved for the consumer side (issue 15) ----------------------
-# tubemq.Consumer, tubemq.AssignedConsumer, tubemq.aio.Consumer and the module functions
-# of tubemq.assigned_consumer (java_string_hash, partitions_for_node, message_count) add
-# their GOOD_CALLS and BAD_VALUES entries here, their checks made with check_timeout()
-# and check_text() of tubemq._config. Not filled in on the producer side.
+# --- consumer methods -------------------------------------------------------------------
+# "Consumer" is what tubemq.Consumer and tubemq.AssignedConsumer share (ConsumerBase); its
+# rows and AssignedConsumer's run on live members in tests/integration/
+# test_consumer_arguments.py, the asyncio consumer's and the module's in tests/unit.
+# A poll's timeout takes 0 (do not wait) and None (no bound): the always-bad values remain.
+POLL_TIMEOUT = TIMEOUT_ALWAYS_BAD
+COMMITTABLE = [("x", "type"), (5, "type"), (b"m", "bytes"), ([1], "type")]
+KEYS = [("1:t:0", "type"), (None, "none"), ([5], "type"), (b"1:t:0", "bytes")]
+FLAG = [("yes", "type"), (None, "none"), (1, "type")]
+COUNT = [("1", "type"), (None, "none"), (True, "type"), (1.5, "type"), (-1, "range")]
+
+GOOD_CALLS.update(
+    {
+        ("Consumer", "poll"): {},
+        ("Consumer", "poll_batch"): {},
+        ("Consumer", "consume"): {},
+        ("Consumer", "commit"): {},
+        ("Consumer", "nack"): {"message": None},  # the bad value replaces it
+        ("Consumer", "pause"): {"partition_keys": []},
+        ("Consumer", "resume"): {"partition_keys": []},
+        ("Consumer", "close"): {},
+        ("AssignedConsumer", "partitions"): {},
+        ("AssignedConsumer", "my_partitions"): {},
+        ("AssignedConsumer", "assign"): {"offsets": {}},
+        ("AssignedConsumer", "seek"): {"partition_key": "1:t:0", "offset": 0},
+        ("AssignedConsumer", "unassign"): {"partition_keys": []},
+        ("aio.Consumer", "poll"): {},
+        ("aio.Consumer", "commit"): {},
+        ("aio.Consumer", "nack"): {"message": None},
+        ("aio.Consumer", "close"): {},
+        ("tubemq.assigned_consumer", "java_string_hash"): {"text": "1:t:0"},
+        ("tubemq.assigned_consumer", "partitions_for_node"): {
+            "keys": ["1:t:0"],
+            "source_count": 2,
+            "node_id": 0,
+        },
+        ("tubemq.assigned_consumer", "message_count"): {"start_offset": 0, "end_offset": 28},
+    }
+)
+BAD_VALUES.update(
+    {
+        ("Consumer", "poll"): {"timeout": POLL_TIMEOUT},
+        ("Consumer", "poll_batch"): {"timeout": POLL_TIMEOUT},
+        ("Consumer", "consume"): {
+            "max_messages": [*COUNT, (0, "range")],
+            "timeout": POLL_TIMEOUT,
+        },
+        ("Consumer", "commit"): {"message": COMMITTABLE},
+        ("Consumer", "nack"): {"message": [*COMMITTABLE, (None, "none")]},
+        ("Consumer", "pause"): {"partition_keys": KEYS},
+        ("Consumer", "resume"): {"partition_keys": KEYS},
+        ("Consumer", "close"): {"timeout": WAIT_TIMEOUT},
+        ("AssignedConsumer", "partitions"): {"refresh": FLAG},
+        ("AssignedConsumer", "my_partitions"): {"refresh": FLAG},
+        ("AssignedConsumer", "assign"): {
+            "offsets": [
+                *KEYS,
+                (5, "type"),
+                ({"1:t:0": -1}, "range"),
+                ({"1:t:0": "0"}, "value"),
+                ({5: 0}, "value"),
+            ]
+        },
+        ("AssignedConsumer", "seek"): {
+            "partition_key": [(5, "type"), (None, "none"), (b"1:t:0", "bytes")],
+            "offset": COUNT,
+        },
+        ("AssignedConsumer", "unassign"): {"partition_keys": KEYS, "commit": FLAG},
+        ("aio.Consumer", "poll"): {"timeout": POLL_TIMEOUT},
+        ("aio.Consumer", "commit"): {"message": COMMITTABLE},
+        ("aio.Consumer", "nack"): {"message": [*COMMITTABLE, (None, "none")]},
+        ("aio.Consumer", "close"): {"timeout": WAIT_TIMEOUT},
+        ("tubemq.assigned_consumer", "java_string_hash"): {
+            "text": [(5, "type"), (None, "none"), (b"x", "bytes")]
+        },
+        ("tubemq.assigned_consumer", "partitions_for_node"): {
+            "keys": [("1:t:0", "type"), (None, "none"), ([5], "type")],
+            "source_count": COUNT,
+            "node_id": COUNT,
+        },
+        ("tubemq.assigned_consumer", "message_count"): {
+            "start_offset": COUNT,
+            "end_offset": COUNT,
+        },
+    }
+)
 # --- end of the consumer section ------------------------------------------------------
 
 

@@ -30,8 +30,9 @@ from types import TracebackType
 from typing import Any
 
 from tubemq import _core, _lifecycle
+from tubemq._config import MAX_TIMEOUT_S, check_timeout
 from tubemq._stats import StatsCallback, StatsReporter
-from tubemq.errors import CommitError, ConfigError, TubeMQError
+from tubemq.errors import ArgumentTypeError, CommitError, ConfigError, TubeMQError
 
 Message = _core.Message
 _logger = logging.getLogger("tubemq.consumer")
@@ -53,6 +54,33 @@ def _note_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_note_fork)
+
+
+def _wait_s(timeout: object, name: str = "timeout") -> float:
+    """A poll's timeout: 0 (do not wait) up to a year, None for no bound. The common
+    case (a sane float or int) costs two comparisons: polls are a hot path."""
+    if (type(timeout) is float or type(timeout) is int) and 0 <= timeout <= MAX_TIMEOUT_S:
+        return timeout
+    checked = check_timeout(timeout, name, allow_none=True, allow_zero=True)
+    return MAX_TIMEOUT_S if checked is None else checked
+
+
+def _check_keys(partition_keys: object, name: str = "partition_keys") -> list[str]:
+    if isinstance(partition_keys, (str, bytes)) or not isinstance(
+        partition_keys, (list, tuple, set, frozenset)
+    ):
+        raise ArgumentTypeError(
+            f"{name} must be a list of partition keys (e.g. consumer.assignment()), "
+            f"got {type(partition_keys).__name__}",
+            key=name,
+        )
+    for key in partition_keys:
+        # Only the type: keys come from the server, possibly with surrogate escapes.
+        if not isinstance(key, str):
+            raise ArgumentTypeError(
+                f"{name} must hold partition keys (str), got {type(key).__name__}", key=name
+            )
+    return list(partition_keys)
 
 
 class _Unsettled:
@@ -105,8 +133,10 @@ class ConsumerBase:
     def client_id(self) -> str:
         return self._live().client_id
 
-    def poll(self, timeout: float = 1.0) -> Message | None:
-        """The next message, or None if none arrived within ``timeout`` seconds."""
+    def poll(self, timeout: float | None = 1.0) -> Message | None:
+        """The next message, or None if none arrived within ``timeout`` seconds (0: do
+        not wait; None: wait until one arrives)."""
+        timeout = _wait_s(timeout)
         if self._pending and self._native is not None and self._pid == _process_pid:
             return self._pending.pop()  # the batch at hand: no native call needed
         native = self._live()
@@ -123,7 +153,7 @@ class ConsumerBase:
             self._pending.reverse()
         return self._pending.pop()
 
-    def poll_batch(self, timeout: float = 1.0) -> _core.Batch | None:
+    def poll_batch(self, timeout: float | None = 1.0) -> _core.Batch | None:
         """The next fetched batch whole, or None if none arrived within ``timeout``.
 
         A ``Batch`` has ``topic``, ``partition_key``, ``offset`` (where it starts),
@@ -131,6 +161,7 @@ class ConsumerBase:
         ``tubemq.spark``); ``commit(batch)`` / ``nack(batch)`` settle it (with
         ``auto_commit``, the next poll commits it). Not while ``poll()`` is still handing
         out the messages of an earlier batch."""
+        timeout = _wait_s(timeout)
         native = self._live()
         if self._pending:
             raise ConfigError(
@@ -147,8 +178,18 @@ class ConsumerBase:
         self._track(batch)
         return batch
 
-    def consume(self, max_messages: int = 100, timeout: float = 1.0) -> list[Message]:
+    def consume(self, max_messages: int = 100, timeout: float | None = 1.0) -> list[Message]:
         """Up to ``max_messages`` messages; returns early, possibly empty, after ``timeout``."""
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int):
+            raise ArgumentTypeError(
+                f"max_messages must be an int, got {type(max_messages).__name__}",
+                key="max_messages",
+            )
+        if max_messages < 1:
+            raise ConfigError(
+                f"max_messages must be 1 or more, got {max_messages}", key="max_messages"
+            )
+        timeout = _wait_s(timeout)
         messages: list[Message] = []
         message = self.poll(timeout)
         while message is not None:
@@ -170,6 +211,8 @@ class ConsumerBase:
         from ``poll_batch()`` is confirmed whole. Without an argument, every message
         handed out so far is committed. Committing a message whose batch was confirmed
         already does nothing; one whose batch was rolled back raises CommitError."""
+        if message is not None:
+            self._commit_target(message, "commit")  # the argument first, then the state
         native = self._live()
         if message is None:
             for context, entry in list(self._outstanding.items()):
@@ -190,8 +233,8 @@ class ConsumerBase:
         """Rolls back the batch ``message`` came in: the whole batch is delivered again
         (its messages handed out already included), and its messages not handed out yet
         are dropped from this consumer's hand-out."""
-        native = self._live()
         context, _ = self._commit_target(message, "nack")
+        native = self._live()
         if context in self._outstanding:
             self._confirm(native, context, consumed=False)
         else:
@@ -246,7 +289,9 @@ class ConsumerBase:
         return sorted(self._live().held_partitions())
 
     def close(self, timeout: float | None = 5.0) -> None:
-        """Commits (with auto_commit), releases every partition, leaves the group."""
+        """Commits (with auto_commit), releases every partition, leaves the group.
+        ``timeout``: None has no bound of its own, 0 does not wait."""
+        timeout = check_timeout(timeout, "timeout", allow_none=True, allow_zero=True)
         if self._native is None:
             return
         native = self._live()
@@ -308,9 +353,8 @@ class ConsumerBase:
     # --- internals ---
 
     def _set_paused(self, partition_keys: list[str], pause: bool) -> None:
+        partition_keys = _check_keys(partition_keys)
         native = self._live()
-        if isinstance(partition_keys, str):
-            raise TypeError("pass a list of partition keys, e.g. consumer.assignment()")
         unknown = [
             key
             for key in partition_keys
@@ -345,8 +389,8 @@ class ConsumerBase:
             return message.confirm_context, message.index + 1
         if isinstance(message, _core.Batch):
             return message.confirm_context, None
-        raise ConfigError(
-            f"{verb}() takes a Message or a Batch this consumer handed out, "
+        raise ArgumentTypeError(
+            f"{verb}(): message must be a Message or a Batch this consumer handed out, "
             f"got {type(message).__name__}",
             key="message",
         )

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from tubemq import producer as _producer
 from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
-from tubemq._consuming import Message
+from tubemq._consuming import ConsumerBase, Message, _wait_s
 from tubemq.consumer import Consumer as _SyncConsumer
 from tubemq.errors import ClientClosedError
 from tubemq.producer import BytesLike, MsgTime, SendResult
@@ -162,7 +162,8 @@ class Consumer:
             self._sync = await self._thread.run(_SyncConsumer, self._config)
         return self
 
-    async def poll(self, timeout: float = 1.0) -> Message | None:
+    async def poll(self, timeout: float | None = 1.0) -> Message | None:
+        timeout = _wait_s(timeout)
         consumer = self._live()
         async with self._serial():
             if consumer._buffered():
@@ -172,10 +173,13 @@ class Consumer:
     async def commit(self, message: Message | None = None) -> None:
         """As :meth:`tubemq.Consumer.commit`: ``message`` and the earlier messages of its
         batch; without an argument, everything handed out so far."""
+        if message is not None:
+            ConsumerBase._commit_target(message, "commit")
         async with self._serial():
             await self._thread.run(self._live().commit, message)
 
     async def nack(self, message: Message) -> None:
+        ConsumerBase._commit_target(message, "nack")
         async with self._serial():
             await self._thread.run(self._live().nack, message)
 
@@ -186,6 +190,7 @@ class Consumer:
         return self._live().offsets()
 
     async def close(self, timeout: float | None = 5.0) -> None:
+        timeout = check_timeout(timeout, "timeout", allow_none=True, allow_zero=True)
         if self._sync is not None:
             async with self._serial():
                 consumer, self._sync = self._sync, None

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tubemq import _core, _log
-from tubemq._config import ASSIGNED_CONSUMER_SCHEMA, native_client_config
-from tubemq._consuming import INDEX_ENTRY_SIZE, ConsumerBase
-from tubemq.errors import ConfigError
+from tubemq._config import ASSIGNED_CONSUMER_SCHEMA, check_text, native_client_config
+from tubemq._consuming import INDEX_ENTRY_SIZE, ConsumerBase, _check_keys
+from tubemq.errors import ArgumentTypeError, ConfigError
 
 PartitionMeta = _core.PartitionMeta
 
@@ -91,11 +91,13 @@ class AssignedConsumer(ConsumerBase):
     def partitions(self, refresh: bool = False) -> list[PartitionMeta]:
         """The partitions of the subscribed topics, sorted by key. The master is asked
         again only if the last answer is older than 10 s, or with ``refresh``."""
+        _check_flag(refresh, "refresh")
         return sorted(self._live().query_partitions(refresh), key=lambda meta: meta.key)
 
     def my_partitions(self, refresh: bool = False) -> list[str]:
         """Keys of the subscribable partitions that are this member's share
         (:func:`partitions_for_node`); all of them when ``source_count`` is 0."""
+        _check_flag(refresh, "refresh")
         keys = [meta.key for meta in self.partitions(refresh) if meta.subscribable]
         if self.source_count <= 0:
             return keys
@@ -109,36 +111,65 @@ class AssignedConsumer(ConsumerBase):
 
         Raises :class:`tubemq.PartitionOccupiedError` when another member holds one
         (and, within 5 s of such a refusal, without asking the broker again)."""
-        items = offsets.items() if isinstance(offsets, Mapping) else ((k, None) for k in offsets)
-        native = self._live()
+        if isinstance(offsets, Mapping):
+            items = list(offsets.items())
+        else:
+            items = [(key, None) for key in _check_keys(offsets, "offsets")]
         for key, offset in items:
-            if offset is not None and (not isinstance(offset, int) or offset < 0):
+            check_text(key, "offsets")
+            if offset is not None and (
+                isinstance(offset, bool) or not isinstance(offset, int) or offset < 0
+            ):
                 raise ConfigError(
-                    f"offset of {key} must be a non-negative int or None, got {offset!r}",
+                    f"offsets: the offset of {key} must be a non-negative int or None, "
+                    f"got {offset!r}",
                     key="offsets",
                 )
+        native = self._live()
+        for key, offset in items:
             self._settle_partition(key, consumed=False)
             native.assign(key, -1 if offset is None else offset)
 
     def seek(self, partition_key: str, offset: int) -> None:
         """Moves a held (or not yet held) partition to ``offset``."""
+        check_text(partition_key, "partition_key")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ArgumentTypeError(
+                f"offset must be an int, got {type(offset).__name__}", key="offset"
+            )
+        if offset < 0:
+            raise ConfigError(f"offset must be 0 or more, got {offset}", key="offset")
         self.assign({partition_key: offset})
 
     def unassign(self, partition_keys: Iterable[str], commit: bool = True) -> None:
         """Gives partitions back. With ``commit`` the last batch fetched from each counts
         as consumed if all its messages were handed out; otherwise, or without
         ``commit``, it is rolled back for the group's next reader."""
-        if isinstance(partition_keys, str):
-            raise TypeError("pass a list of partition keys, e.g. consumer.assignment()")
+        partition_keys = _check_keys(partition_keys)
+        _check_flag(commit, "commit")
         native = self._live()
         for key in partition_keys:
             self._settle_partition(key, consumed=commit)
             native.unassign(key, commit)
 
 
+def _check_flag(value: object, name: str) -> None:
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False, got {value!r}", key=name)
+
+
+def _check_count(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}", key=name)
+    if value < minimum:
+        raise ConfigError(f"{name} must be {minimum} or more, got {value}", key=name)
+    return value
+
+
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode()`` of ``text`` (over UTF-16 code units), as a signed
     32-bit int."""
+    check_text(text, "text")
     value = 0
     encoded = text.encode("utf-16-be")
     for index in range(0, len(encoded), 2):
@@ -149,6 +180,11 @@ def java_string_hash(text: str) -> int:
 def partitions_for_node(keys: Iterable[str], source_count: int, node_id: int) -> list[str]:
     """This node's share of ``keys``: those whose Java string hash, taken as unsigned
     32 bits, is ``node_id`` modulo ``source_count`` (the upstream example's rule)."""
+    if isinstance(keys, Iterable) and not isinstance(keys, (str, bytes)):
+        keys = list(keys)  # a generator too; _check_keys then checks each item
+    keys = _check_keys(keys, "keys")
+    _check_count(source_count, "source_count", 0)
+    _check_count(node_id, "node_id", 0)
     if source_count <= 0 or not 0 <= node_id < source_count:
         raise ConfigError(
             f"need 0 <= node_id < source_count, got node_id={node_id}, source_count={source_count}",
@@ -162,4 +198,6 @@ def partitions_for_node(keys: Iterable[str], source_count: int, node_id: int) ->
 def message_count(start_offset: int, end_offset: int) -> int:
     """Index entries between two offsets of one store (28 bytes each): the messages of
     all its partitions in that span."""
+    _check_count(start_offset, "start_offset", 0)
+    _check_count(end_offset, "end_offset", 0)
     return max(0, end_offset - start_offset) // INDEX_ENTRY_SIZE

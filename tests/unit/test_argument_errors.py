@@ -16,7 +16,8 @@ import pytest
 import tubemq
 import tubemq.aio
 from argument_table import BAD_VALUES, GOOD_CALLS, NOT_CHECKED, Row, check_error, rows
-from tubemq import _config, errors
+from tubemq import _config, assigned_consumer, errors
+from tubemq._consuming import ConsumerBase
 
 
 def _dead_master() -> str:
@@ -26,18 +27,28 @@ def _dead_master() -> str:
 
 
 DEAD_MASTER = _dead_master()
-UNIT_TARGETS = ("aio.Producer", "Producer()", "aio.Producer()", "tubemq.errors")
+UNIT_TARGETS = (
+    "aio.Producer",
+    "Producer()",
+    "aio.Producer()",
+    "tubemq.errors",
+    "aio.Consumer",
+    "tubemq.assigned_consumer",
+)
 
 # The objects whose public methods the table must cover, by target.
 CLASSES: dict[str, Any] = {
     "Producer": tubemq.Producer,
     "aio.Producer": tubemq.aio.Producer,
+    "Consumer": ConsumerBase,  # what Consumer and AssignedConsumer share
+    "AssignedConsumer": tubemq.AssignedConsumer,
+    "aio.Consumer": tubemq.aio.Consumer,
 }
 CONSTRUCTORS: dict[str, Any] = {
     "Producer()": tubemq.Producer,
     "aio.Producer()": tubemq.aio.Producer,
 }
-MODULES: dict[str, Any] = {"tubemq.errors": errors}
+MODULES: dict[str, Any] = {"tubemq.errors": errors, "tubemq.assigned_consumer": assigned_consumer}
 
 
 def _call(row_or_target: Row | str, method: str = "", arguments: dict[str, Any] | None = None):
@@ -50,6 +61,9 @@ def _call(row_or_target: Row | str, method: str = "", arguments: dict[str, Any] 
     if target == "aio.Producer":
         producer = tubemq.aio.Producer(master=DEAD_MASTER)
         return asyncio.run(getattr(producer, method)(**arguments))
+    if target == "aio.Consumer":  # not started: the arguments are checked first
+        consumer = tubemq.aio.Consumer(master=DEAD_MASTER, group="g_unit", topics=["t_unit"])
+        return asyncio.run(getattr(consumer, method)(**arguments))
     if target in CONSTRUCTORS:
         config = arguments.pop("config", None)
         return CONSTRUCTORS[target](config, master=DEAD_MASTER, **arguments)
