@@ -445,6 +445,8 @@ void RegisterConsumer(py::module_& module) {
            })
       .def("held_partitions",
            [](PyConsumer& self) { return TextList(self.native().HeldPartitions()); })
+      .def("bound_offsets_applied",
+           [](PyConsumer& self) { return self.native().BoundOffsetsApplied(); })
       .def_property_readonly("client_id", [](PyConsumer& self) { return self.native().client_id(); });
 }
 

@@ -59,6 +59,14 @@ class Consumer(ConsumerBase):
     def __enter__(self) -> Consumer:
         return self
 
+    @property
+    def bound_offsets_applied(self) -> bool | None:
+        """Bound consume (``session_key``): True once this member's ``bound_offsets``
+        took effect; False when it joined a session the master had allocated already,
+        so its partitions resume at the group's commits instead (also logged once as a
+        warning); None before its first assignment, or without a session."""
+        return self._live().bound_offsets_applied()
+
     def _after_fetch(self, native: _core.Consumer) -> None:
         # Rebalances happen on I/O threads; the callbacks run here, on the caller's
         # thread, between fetches, with the partitions that left first.

@@ -84,3 +84,59 @@ def test_bound_offsets_must_name_partitions_of_subscribed_topics(master, topics)
         )
     with pytest.raises(tubemq.ConfigError, match="source_count"):
         tubemq.Consumer(master=master, group="bound_bad", topics=[topics[1]], session_key="s")
+
+
+def test_a_member_joining_an_allocated_session_says_its_offsets_were_not_applied(
+    master, topics, caplog
+):
+    # The master applies bound offsets at a session's first allocation only; a member
+    # that joins the live session later resumes at the group's commits. It must say so.
+    topic, group = topics[1], f"bound_{uuid.uuid4().hex[:8]}"
+
+    def member() -> tubemq.Consumer:
+        return tubemq.Consumer(
+            master=master,
+            group=group,
+            topics=[topic],
+            consume_from="earliest",
+            session_key="live",
+            source_count=2,
+            bound_offsets={f"1:{topic}:0": 0},
+            heartbeat_period_ms=1000,
+        )
+
+    def decided(consumers: list[tubemq.Consumer], seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while any(c.bound_offsets_applied is None for c in consumers):
+            assert time.monotonic() < deadline, [c.bound_offsets_applied for c in consumers]
+            for consumer in consumers:
+                consumer.poll(0.2)
+
+    first, second = member(), member()
+    late = None
+    try:
+        decided([first, second])
+        assert first.bound_offsets_applied is True
+        assert second.bound_offsets_applied is True
+        second.close()
+        with caplog.at_level("WARNING", logger="tubemq"):
+            late = member()
+            decided([first, late])
+            assert late.bound_offsets_applied is False
+            deadline = time.monotonic() + 5  # the native log reaches Python on its thread
+            while "bound_offsets not applied" not in caplog.text:
+                assert time.monotonic() < deadline, caplog.text
+                time.sleep(0.1)
+        assert caplog.text.count("bound_offsets not applied") == 1
+    finally:
+        for consumer in (first, second, late):
+            if consumer is not None:
+                consumer.close()
+
+
+def test_a_member_without_a_session_has_no_bound_offsets_answer(master, topics):
+    with tubemq.Consumer(
+        master=master, group=f"plain_{uuid.uuid4().hex[:8]}", topics=[topics[1]]
+    ) as consumer:
+        consumer.poll(1.0)
+        assert consumer.bound_offsets_applied is None

@@ -94,3 +94,115 @@ def test_two_barrier_tasks_read_every_message_exactly_once(spark, master, spark_
     assert len(set(values)) == len(values) and set(values) <= set(sent)
     per_task = [sum(1 for r in rows if r.task == task) for task in (0, 1)]
     assert all(300 <= count < 800 for count in per_task), per_task
+
+
+def _produce(master: str, topic: str, mark: str, count: int, first: int = 0) -> set[bytes]:
+    """Sends ``count`` marked messages and returns those the broker acknowledged."""
+    values = [f"{mark}-{index}".encode() for index in range(first, first + count)]
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        futures = [producer.send_async(topic, value) for value in values]
+        producer.flush(timeout=60)
+    return {value for value, future in zip(values, futures) if future.exception() is None}
+
+
+def _failing_once(fn, marker_file):
+    """``fn``, except that task 0 of the first attempt fails after handing Spark one
+    record batch (the way a killed executor ends an attempt mid-read)."""
+
+    def run(batches):
+        from pyspark import BarrierTaskContext
+
+        first_attempt = not marker_file.exists()
+        context = BarrierTaskContext.get()
+        context.barrier()  # every task checked the marker before task 0 writes it
+        handed = 0
+        for rows in fn(batches):
+            yield rows
+            handed += 1
+            if first_attempt and context.partitionId() == 0 and handed == 1:
+                marker_file.write_text("failed once")
+                raise RuntimeError("the first attempt of task 0 dies mid-read")
+
+    return run
+
+
+def _read_ids(spark, path, mark: str) -> list[bytes]:
+    rows = spark.read.parquet(str(path)).select("value").collect()
+    return [bytes(r.value) for r in rows if bytes(r.value).startswith(mark.encode())]
+
+
+def _barrier_read(master: str, topic: str, **kwargs):
+    return consume_in_barrier(
+        master,
+        [topic],
+        idle_timeout_s=4.0,
+        deadline_s=90.0,
+        batch_rows=200,
+        config={"heartbeat_period_ms": 1000},
+        **kwargs,
+    )
+
+
+def test_a_retried_barrier_stage_starts_again_from_the_planned_offsets(
+    spark, master, spark_topics, tmp_path
+):
+    # A ShuffleMapStage after the barrier stage: Spark retries the barrier stage as a
+    # whole and discards what the failed attempt wrote to the shuffle. The retry must
+    # read everything again, not resume at what the failed attempt committed.
+    topic, mark = spark_topics[0], f"retry-{uuid.uuid4().hex[:8]}"
+    start = ends_now(master, topic)
+    sent = _produce(master, topic, mark, 3000)
+    fn, schema = _barrier_read(master, topic, starting_offsets=start)
+    out = tmp_path / "out"
+    (
+        spark.range(0, 2, 1, numPartitions=2)
+        .mapInArrow(_failing_once(fn, tmp_path / "failed"), schema, barrier=True)
+        .repartition(2)
+        .write.parquet(str(out))
+    )
+    assert (tmp_path / "failed").exists(), "the first attempt did not fail"
+    ids = _read_ids(spark, out, mark)
+    assert set(ids) == sent, f"{len(sent - set(ids))} acknowledged messages missing"
+    assert len(ids) == len(sent), "a message written twice"
+
+
+def test_a_rerun_continues_where_the_written_output_ends(spark, master, spark_topics, tmp_path):
+    # Run 1 writes; run 2's barrier ResultStage aborts (Spark cannot retry those) and
+    # writes nothing; run 3 resumes from the output's positions. Every acknowledged
+    # message is in the output once.
+    from tubemq.spark import written_positions
+
+    topic, mark = spark_topics[0], f"rerun-{uuid.uuid4().hex[:8]}"
+    start = ends_now(master, topic)
+    out = tmp_path / "out"
+
+    def run(resume, wrap=None):
+        fn, schema = _barrier_read(master, topic, starting_offsets=start, resume=resume)
+        frame = spark.range(0, 2, 1, numPartitions=2).mapInArrow(
+            wrap(fn) if wrap else fn, schema, barrier=True
+        )
+        frame.write.mode("append").parquet(str(out))
+
+    sent = _produce(master, topic, mark, 1500)
+    run(resume=None)
+    assert set(_read_ids(spark, out, mark)) == sent
+    positions = written_positions(spark.read.parquet(str(out)))
+    assert set(positions) == set(start)
+
+    sent |= _produce(master, topic, mark, 1500, first=1500)
+    with pytest.raises(Exception, match="barrier"):
+        run(resume=positions, wrap=lambda fn: _failing_once(fn, tmp_path / "failed"))
+
+    sent |= _produce(master, topic, mark, 1500, first=3000)
+    run(resume=written_positions(spark.read.parquet(str(out))))
+    ids = _read_ids(spark, out, mark)
+    assert set(ids) == sent, f"{len(sent - set(ids))} acknowledged messages missing"
+    assert len(ids) == len(sent), "a message written twice"
+
+
+def test_resume_must_name_partitions_of_the_topics(master, spark_topics):
+    with pytest.raises(tubemq.ConfigError, match="resume"):
+        consume_in_barrier(master, [spark_topics[0]], resume={"1:other:0": 5})
+    with pytest.raises(tubemq.ConfigError, match="resume"):
+        consume_in_barrier(master, [spark_topics[0]], resume={f"1:{spark_topics[0]}:0": -1})

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -134,6 +135,11 @@ class Consumer {
   // Partition key -> (committed offset, max offset) of every held partition.
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
   std::vector<std::string> HeldPartitions() const;
+  // Bound consume: whether this member's bound_offsets were applied (it joined before the
+  // master's first allocation of the session), or not (the session was allocated
+  // already: its partitions resume at the group's commits). Empty before the member's
+  // first CONNECT, and for a member without a session key.
+  std::optional<bool> BoundOffsetsApplied() const;
 
   // Releases every partition (uncommitted batches roll back) and leaves the group.
   std::future<Status> Close();

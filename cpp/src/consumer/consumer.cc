@@ -148,6 +148,10 @@ Consumer::Counters Consumer::counters() const {
   return impl_ ? impl_->counters() : Counters{};
 }
 
+std::optional<bool> Consumer::BoundOffsetsApplied() const {
+  return impl_ ? impl_->BoundOffsetsApplied() : std::nullopt;
+}
+
 std::vector<std::string> Consumer::HeldPartitions() const {
   return impl_ ? impl_->HeldPartitions() : std::vector<std::string>{};
 }

@@ -304,6 +304,7 @@ void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C
     }
   }
   bool apply_bound_offsets = false;
+  bool not_applied_warning = false;
   {
     // The master may clear the group's flag in the very reply that brings this member's
     // first CONNECT (another member acked first); the offsets still belong to that
@@ -311,11 +312,20 @@ void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C
     std::lock_guard<std::mutex> lock(mutex_);
     const bool connect = response.has_event() && (response.event().optype() == 1 ||
                                                   response.event().optype() == 10);
-    if (!options_.session_key.empty() && connect && not_allocated_ && !bound_offsets_applied_) {
-      apply_bound_offsets = true;
-      bound_offsets_applied_ = true;
+    if (!options_.session_key.empty() && connect && !bound_offsets_decided_) {
+      bound_offsets_decided_ = true;
+      apply_bound_offsets = bound_offsets_applied_ = not_allocated_;
+      not_applied_warning = !not_allocated_ && !options_.bound_offsets.empty();
     }
     if (response.has_notallocated() && !response.notallocated()) not_allocated_ = false;
+  }
+  if (not_applied_warning) {
+    // Once per member: whoever set bound_offsets expects them, and silence here once
+    // cost a Spark job its data (a retried task resumed at a discarded attempt's commits).
+    TUBEMQ_LOG_WARN("consumer " << client_id_ << ": bound_offsets not applied: session '"
+                                << options_.session_key << "' of group " << options_.group
+                                << " was allocated before this member joined, so its "
+                                   "partitions resume at the group's committed offsets");
   }
   if (response.has_event() && response.event().rebalanceid() > 0) {
     Event event;
@@ -355,6 +365,12 @@ Consumer::Counters Consumer::Impl::counters() const {
   out.commit_failures = read(counters_.commit_failures);
   out.reconnects = master_->reconnects() + broker_connections_.reconnects();
   return out;
+}
+
+std::optional<bool> Consumer::Impl::BoundOffsetsApplied() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (options_.session_key.empty() || !bound_offsets_decided_) return std::nullopt;
+  return bound_offsets_applied_;
 }
 
 std::vector<std::string> Consumer::Impl::HeldPartitions() const {

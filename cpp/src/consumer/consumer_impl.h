@@ -58,6 +58,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   consumer::RmtDataCacheCsm& cache() { return cache_; }
   std::map<std::string, std::pair<int64_t, int64_t>> Offsets() const;
   std::vector<std::string> HeldPartitions() const;
+  std::optional<bool> BoundOffsetsApplied() const;
   const std::string& client_id() const { return client_id_; }
   Counters counters() const;
 
@@ -156,6 +157,10 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   // member's offsets have not been applied to a CONNECT yet.
   bool not_allocated_ = true;
   bool bound_offsets_applied_ = false;
+  // Whether the member's first CONNECT decided on its bound offsets yet, and so whether
+  // bound_offsets_applied_ is the final answer (a member that joins a session the master
+  // had allocated already resumes at the group's commits instead).
+  bool bound_offsets_decided_ = false;
   bool report_next_ = true;
   std::deque<Event> events_;      // received, not yet processed
   bool event_busy_ = false;

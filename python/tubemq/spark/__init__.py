@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tubemq.spark.barrier import consume_in_barrier
+from tubemq.spark.barrier import consume_in_barrier, written_positions
 from tubemq.spark.datasource import TubeMQDataSource
 
-__all__ = ["TubeMQDataSource", "consume_in_barrier", "register"]
+__all__ = ["TubeMQDataSource", "consume_in_barrier", "register", "written_positions"]
 
 
 def register(spark: Any) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
 import tubemq
+from tubemq.spark._files import materialize
 
 _logger = logging.getLogger("tubemq.spark")
 
@@ -59,12 +60,12 @@ def _cached(kind: str, config: Mapping[str, Any], create: Callable[[], _Client])
 
 def producer(config: Mapping[str, Any]) -> tubemq.Producer:
     """This process's producer for ``config``."""
-    return _cached("producer", config, lambda: tubemq.Producer(dict(config)))
+    return _cached("producer", config, lambda: tubemq.Producer(materialize(config)))
 
 
 def assigned_consumer(config: Mapping[str, Any]) -> Any:
     """This process's client-balanced consumer for ``config`` (no partition assigned)."""
-    return _cached("assigned", config, lambda: _assigned_consumer_class()(dict(config)))
+    return _cached("assigned", config, lambda: _assigned_consumer_class()(materialize(config)))
 
 
 def _assigned_consumer_class() -> Any:

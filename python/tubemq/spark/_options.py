@@ -20,6 +20,7 @@ from typing import Any, Union
 
 from tubemq._config import CLIENT_KEYS, CONSUMER_KEYS, PRODUCER_KEYS
 from tubemq.errors import ConfigError
+from tubemq.spark._files import ship
 
 # Where a partition starts or ends: a symbolic position or an index offset.
 EARLIEST = "earliest"
@@ -286,7 +287,7 @@ def client_settings(options: Mapping[str, str]) -> dict[str, Any]:
                 message += f"; did you mean '{CLIENT_PREFIX}{close[0]}'?"
             raise ConfigError(message, key=name)
         settings[key] = _convert_client_value(key, name, str(value).strip())
-    return settings
+    return ship(settings, CLIENT_PREFIX)
 
 
 def new_group() -> str:

@@ -9,17 +9,23 @@ starts every task at once, and the master holds the partitions back until all me
 registered, so no partition moves between tasks while they read. Each member names its
 share of the partitions (every n-th partition key, n = number of tasks) with the offset
 to start from (``bound_offsets``); the master gives each share to the member that named
-it. A task yields record batches with the source's columns (``SCHEMA_DDL``) until a stop
-condition holds, and commits the fetched batches it yielded once Spark asks for the next
-record batch (the previous one was handed over).
+it. A task yields record batches with the source's columns (``SCHEMA_DDL``) plus
+``next_offset`` until a stop condition holds.
 
-Why a server-balanced (bound) member and not an ``AssignedConsumer`` per task: the bound
-session makes the master place the partitions and start them at the named offsets on the
-first allocation only; a task attempt that joins the same session later resumes from the
-group's commits, which is what a retried attempt needs, with no offset bookkeeping here.
+Spark runs a barrier stage again as a whole when one of its tasks fails (and discards
+the failed attempt's output), so what a task read must not move any position a later
+attempt starts from. Every stage attempt therefore gets a group and session of its own
+(named after the lowest task attempt id among its tasks): it starts exactly at the
+planned offsets, whatever an earlier attempt read or committed, and members of that
+earlier attempt that are still registered can neither block nor steer it. Within an
+attempt, each fetched batch is committed at once, only to move that attempt's reading on.
 
-Delivery is at least once; see the README (Spark: consuming in a barrier stage) for what
-this does not guarantee.
+What a run read is kept with its output: ``next_offset`` is where the row's partition
+continues after the row's fetch. A later run continues where the *written* output ends
+with ``resume=written_positions(spark.read.parquet(path))``; output that Spark never
+committed (an aborted job, a killed driver) holds no positions, so its messages are read
+again. Exactly once, provided each run's output is written atomically (Spark's file
+sinks are).
 """
 
 from __future__ import annotations
@@ -37,10 +43,14 @@ import pyarrow as pa
 import tubemq
 from tubemq.spark import _clients
 from tubemq.spark._arrow import SCHEMA_DDL, concat, record_batch
+from tubemq.spark._files import materialize, ship
 from tubemq.spark._offsets import query_ranges, resolve
 from tubemq.spark._options import LATEST, source_options
 
-__all__ = ["SCHEMA_DDL", "consume_in_barrier", "share_of"]
+__all__ = ["BARRIER_SCHEMA_DDL", "consume_in_barrier", "share_of", "written_positions"]
+
+# The source's columns and where each row's partition continues after the row's fetch.
+BARRIER_SCHEMA_DDL = SCHEMA_DDL + ", next_offset bigint"
 
 _logger = logging.getLogger("tubemq.spark")
 
@@ -71,16 +81,16 @@ def consume_in_barrier(
     batch_rows: int = 4096,
     linger_s: float = 1.0,
     config: Mapping[str, Any] | None = None,
+    resume: Mapping[str, int] | None = None,
 ) -> tuple[Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], str]:
     """Returns ``(fn, schema)`` for ``df.mapInArrow(fn, schema, barrier=True)``.
 
     Runs on the driver: resolves ``starting_offsets`` (``"earliest"``, ``"latest"`` or
     ``{partition key: offset or "earliest"/"latest"}``; keys left out start at the
-    latest) against what the brokers hold now, and picks a new ``session_key`` (and a
-    new ``group`` unless given). Every attempt of the returned function joins that
-    session: a task that joins while other members are in the group resumes at the
-    group's commits, but once all members left the master starts the session over from
-    the starting offsets, so a retried stage may read everything again (README).
+    latest) against what the brokers hold now; ``resume`` (``written_positions()`` of
+    an earlier run's output) overrides it for the partitions it names. Every attempt of
+    the stage starts at exactly these offsets, in a group and session of its own
+    (``group`` is their prefix; a new one per call unless given).
 
     Each task (one per partition of the DataFrame ``fn`` is applied to; its rows are
     ignored) stops after the first of: ``max_messages`` messages yielded (checked after
@@ -93,7 +103,7 @@ def consume_in_barrier(
     topics = [topics] if isinstance(topics, str) else list(topics)
     if not topics:
         raise tubemq.ConfigError("consume_in_barrier needs at least one topic", key="topics")
-    extra = dict(config or {})
+    extra = ship(config or {})  # TLS files: their bytes go with the task
     owned = sorted(_OWNED_KEYS & set(extra))
     if owned:
         raise tubemq.ConfigError(
@@ -112,14 +122,16 @@ def consume_in_barrier(
         _clients.close_for("assigned", options.consumer_config(options.planner_group()))
     if not starts:
         raise tubemq.ConfigError(f"no readable partitions in {topics}", key="topics")
+    starts.update(_checked_resume(resume, topics))
+    run = uuid.uuid4().hex[:12]
     task = _Task(
         consumer_config={
             "consume_from": "earliest",
             **extra,
             "master": master,
-            "group": group or f"spark-barrier-{uuid.uuid4().hex[:12]}",
+            "group": f"{group or 'spark-barrier'}-{run}",
             "topics": topics,
-            "session_key": uuid.uuid4().hex,
+            "session_key": run,
             "auto_commit": False,
         },
         starts=starts,
@@ -130,7 +142,40 @@ def consume_in_barrier(
         batch_rows=batch_rows,
         linger_s=linger_s,
     )
-    return task, SCHEMA_DDL
+    return task, BARRIER_SCHEMA_DDL
+
+
+def written_positions(frame: Any) -> dict[str, int]:
+    """Where a run continues after the rows ``frame`` holds (what earlier runs of
+    ``consume_in_barrier`` wrote, with their ``partition`` and ``next_offset``
+    columns): per partition, the furthest ``next_offset``. Pass it as ``resume``."""
+    from pyspark.sql import functions
+
+    rows = frame.groupBy("partition").agg(functions.max("next_offset").alias("next")).collect()
+    return {row["partition"]: int(row["next"]) for row in rows if row["next"] is not None}
+
+
+def _checked_resume(resume: Mapping[str, int] | None, topics: Sequence[str]) -> dict[str, int]:
+    if resume is None:
+        return {}
+    if not isinstance(resume, Mapping):
+        raise tubemq.ArgumentTypeError(
+            "resume must map partition keys to offsets (see written_positions())", key="resume"
+        )
+    checked: dict[str, int] = {}
+    for key, offset in resume.items():
+        parts = key.split(":") if isinstance(key, str) else []
+        if len(parts) != 3 or parts[1] not in topics:
+            raise tubemq.ConfigError(
+                f"resume names {key!r}, not a partition key of {list(topics)}", key="resume"
+            )
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise tubemq.ConfigError(
+                f"resume: the offset of {key} must be a non-negative int, got {offset!r}",
+                key="resume",
+            )
+        checked[key] = offset
+    return checked
 
 
 @dataclass(frozen=True)
@@ -154,29 +199,34 @@ class _Task:
         context = BarrierTaskContext.get()  # raises outside barrier mode
         tasks, index = len(context.getTaskInfos()), context.partitionId()
         share = share_of(list(self.starts), tasks, index)
+        # A group and session per stage attempt: see the module's docstring. PySpark has
+        # no stage attempt number, but the tasks of one attempt can agree on the lowest
+        # of their task attempt ids, which no other attempt shares.
+        attempt = min(int(id_) for id_ in context.allGather(str(context.taskAttemptId())))
         config = {
             **self.consumer_config,
+            "group": f"{self.consumer_config['group']}-{attempt}",
+            "session_key": f"{self.consumer_config['session_key']}-{attempt}",
             "source_count": tasks,
             "bound_offsets": {key: self.starts[key] for key in share},
         }
         _logger.info(
-            "barrier task %d/%d (attempt %d) joins %s for %s",
+            "barrier task %d/%d (stage attempt key %d) joins %s for %s",
             index,
             tasks,
-            context.attemptNumber(),
+            attempt,
             config["group"],
             share,
         )
-        consumer = tubemq.Consumer(config)
+        consumer = tubemq.Consumer(materialize(config))
         try:
             yield from self._consume(consumer)
         finally:
-            consumer.close()  # without auto_commit: what was not committed is read again
+            consumer.close()
 
     def _consume(self, consumer: tubemq.Consumer) -> Iterator[pa.RecordBatch]:
         gathered: list[pa.RecordBatch] = []
         rows = 0
-        unsettled: list[Any] = []  # fetched batches not committed yet
         started = time.monotonic()
         idle_since: float | None = None  # set once a partition is held
         oldest: float | None = None  # when the rows gathered began to gather
@@ -196,35 +246,30 @@ class _Task:
                 and now - idle_since >= self.idle_timeout_s
             ):
                 break
-            # Whole fetched batches: a commit covers every message of its fetch.
             batch = consumer.poll_batch(timeout=_POLL_TIMEOUT_S)
             if batch is not None:
-                unsettled.append(batch)
+                # This attempt's own group: the commit only moves its reading on, and
+                # tells where the partition continues (kept with the rows).
+                consumer.commit(batch)
                 if len(batch):
                     idle_since = time.monotonic()
                     oldest = oldest or idle_since
-                    gathered.append(record_batch(batch))
+                    next_offset = consumer.offsets()[batch.partition_key]["offset"]
+                    gathered.append(_with_next_offset(record_batch(batch), next_offset))
                     rows += len(batch)
             elif idle_since is None and consumer.assignment():
                 idle_since = time.monotonic()
             due = oldest is not None and time.monotonic() - oldest >= self.linger_s
             if rows and (rows >= self.batch_rows or batch is None or due):
                 yield concat(gathered)
-                # Spark took the rows: their fetches count as consumed.
-                self._commit(consumer, unsettled)
                 yielded += rows
                 gathered, rows, oldest = [], 0, None
         if gathered:
             yield concat(gathered)
-        self._commit(consumer, unsettled)
 
-    @staticmethod
-    def _commit(consumer: tubemq.Consumer, unsettled: list[Any]) -> None:
-        for batch in unsettled:
-            try:
-                consumer.commit(batch)
-            except tubemq.TubeMQError as error:
-                # The partition moved to another member (or the commit was lost): its
-                # new holder reads the batch again. At least once, not a task failure.
-                _logger.warning("commit of %s failed: %s", batch.confirm_context, error)
-        unsettled.clear()
+
+def _with_next_offset(rows: pa.RecordBatch, next_offset: int) -> pa.RecordBatch:
+    column = pa.repeat(pa.scalar(next_offset, pa.int64()), rows.num_rows)
+    return pa.RecordBatch.from_arrays(
+        [*rows.columns, column], names=[*rows.schema.names, "next_offset"]
+    )
