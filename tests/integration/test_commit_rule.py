@@ -116,6 +116,18 @@ def read_rest(master: str, group: str, topic: str, marker: bytes, want: set[byte
     return got
 
 
+def manual(master: str, topic: str, group: str) -> tubemq.Consumer:
+    """A member of ``group`` reading ``topic`` from the start, committing only when told."""
+    return tubemq.Consumer(
+        master=master,
+        group=group,
+        topics=[topic],
+        consume_from="earliest",
+        auto_commit=False,
+        **FAST,
+    )
+
+
 def first_of_a_batch(
     consumer: tubemq.Consumer, marker: str, before: list[bytes] | None = None
 ) -> tubemq.Message:
@@ -239,14 +251,7 @@ def test_consume_and_iteration_follow_the_rule(master, topics):
     topic, marker = topics[7], unique("iter")
     sent = produce(master, topic, marker, 2000)
     seen: list[bytes] = []
-    with tubemq.Consumer(
-        master=master,
-        group=unique("g"),
-        topics=[topic],
-        consume_from="earliest",
-        auto_commit=False,
-        **FAST,
-    ) as consumer:
+    with manual(master, topic, unique("g")) as consumer:
         deadline = time.monotonic() + 60
         while len(seen) < len(sent) // 2:  # consume(n): a list at a time
             assert time.monotonic() < deadline
@@ -267,14 +272,7 @@ def test_consume_and_iteration_follow_the_rule(master, topics):
 def test_a_commit_mid_batch_keeps_the_rest_coming_and_confirms_nothing_early(master, topics):
     topic, marker, group = topics[7], unique("mid"), unique("g")
     produce(master, topic, marker, 400)
-    with tubemq.Consumer(
-        master=master,
-        group=group,
-        topics=[topic],
-        consume_from="earliest",
-        auto_commit=False,
-        **FAST,
-    ) as consumer:
+    with manual(master, topic, group) as consumer:
         first = first_of_a_batch(consumer, marker)
         batch = [first, *consumer.consume(100_000, timeout=0)]
         assert len(batch) > 1, "need a batch of several messages"
@@ -291,14 +289,7 @@ def test_a_commit_mid_batch_keeps_the_rest_coming_and_confirms_nothing_early(mas
 def test_nack_redelivers_the_whole_batch_and_drops_what_was_not_handed_out(master, topics):
     topic, marker = topics[7], unique("nk")
     sent = produce(master, topic, marker, 400)
-    with tubemq.Consumer(
-        master=master,
-        group=unique("g"),
-        topics=[topic],
-        consume_from="earliest",
-        auto_commit=False,
-        **FAST,
-    ) as consumer:
+    with manual(master, topic, unique("g")) as consumer:
         before: list[bytes] = []
         first = first_of_a_batch(consumer, marker, before)
         consumer.nack(first)  # the rest of its batch is not handed out from this fetch
@@ -337,14 +328,7 @@ def test_an_unfinished_batch_without_auto_commit_is_named_in_a_warning(master, t
     topic, marker = topics[7], unique("wa")
     produce(master, topic, marker, 40)
     with (
-        tubemq.Consumer(
-            master=master,
-            group=unique("g"),
-            topics=[topic],
-            consume_from="earliest",
-            auto_commit=False,
-            **FAST,
-        ) as consumer,
+        manual(master, topic, unique("g")) as consumer,
         caplog.at_level(logging.WARNING, logger="tubemq.consumer"),
     ):
         deadline = time.monotonic() + 20
