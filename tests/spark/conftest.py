@@ -1,5 +1,16 @@
-"""Spark fixtures: one local SparkSession (``local[2]``) per test session, ``tubemq``
-registered, its Python workers running this interpreter (which has tubemq installed)."""
+"""Spark fixtures. A process holds one SparkContext at a time, so the session's Spark
+sessions come from one holder (``spark_sessions``) that stops the current one before it
+starts one of the other kind:
+
+* ``spark``: ``local[2]``, for most tests (module scope, so the switch happens between
+  modules);
+* ``cluster_spark``: the driver in this process, its executors on a Spark standalone
+  cluster of two 1-core workers (``standalone``, started on first use, stopped at the end
+  of the session, logs in the session's tmp dir).
+
+Python workers, local or on the cluster, run this interpreter (the venv's, which has
+tubemq installed).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +18,12 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from standalone import StandaloneCluster, cluster_conf  # pytest puts this folder on sys.path
 
 import tubemq
 
@@ -28,28 +43,99 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.filterwarnings(spec))
 
 
+def has_data_source_api() -> bool:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0]) >= 4
+
+
+class SparkSessions:
+    """Hands out the SparkSession a test needs, stopping the other kind first."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._kind: str | None = None
+        self._session: Any = None
+        self._standalone: StandaloneCluster | None = None
+
+    @property
+    def standalone(self) -> StandaloneCluster:
+        if self._standalone is None:
+            root = Path(self._factory.mktemp("spark-standalone"))
+            self._standalone = StandaloneCluster(root).start()
+        return self._standalone
+
+    def local(self) -> Any:
+        return self._get("local", {"spark.master": "local[2]"})
+
+    def cluster(self) -> Any:
+        return self._get("cluster", cluster_conf(self.standalone.master_url))
+
+    def _get(self, kind: str, conf: dict[str, str]) -> Any:
+        if self._kind == kind:
+            return self._session
+        self.release()
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        # The driver JVM (launched with the first session) binds to loopback only.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        from pyspark.sql import SparkSession
+
+        import tubemq.spark
+
+        builder = (
+            SparkSession.builder.appName(f"tubemq-tests-{kind}")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", "1g")
+            .config("spark.sql.warehouse.dir", str(self._factory.mktemp("warehouse")))
+        )
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        if has_data_source_api():  # PySpark 3.5 has none; tests/spark/test_versions.py
+            tubemq.spark.register(session)
+        self._kind, self._session = kind, session
+        return session
+
+    def release(self) -> None:
+        """Stops the current session: its application leaves the cluster's cores free."""
+        if self._session is not None:
+            self._session.stop()
+        self._kind, self._session = None, None
+
+    def close(self) -> None:
+        self.release()
+        if self._standalone is not None:
+            self._standalone.stop()
+            self._standalone = None
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+def spark_sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSessions]:
+    sessions = SparkSessions(tmp_path_factory)
+    try:
+        yield sessions
+    finally:
+        sessions.close()
 
-    import tubemq.spark
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("tubemq-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    tubemq.spark.register(session)
-    yield session
-    session.stop()
+@pytest.fixture(scope="module")
+def spark(spark_sessions: SparkSessions) -> Any:
+    return spark_sessions.local()
+
+
+@pytest.fixture
+def cluster_spark(spark_sessions: SparkSessions) -> Any:
+    return spark_sessions.cluster()
+
+
+@pytest.fixture
+def standalone(spark_sessions: SparkSessions) -> StandaloneCluster:
+    return spark_sessions.standalone
 
 
 @pytest.fixture(autouse=True, scope="module")

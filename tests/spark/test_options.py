@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from tubemq import ConfigError
+from tubemq import ConfigError, ServerError
 from tubemq.spark._offsets import (
     PartitionRange,
+    _query,
     cap_messages,
     plan,
     resolve,
@@ -148,3 +151,51 @@ def test_advance_never_goes_back_and_adds_new_partitions_with_data():
         "k1": 56,
         "k3": 84,
     }
+
+
+class _GrowingTopicConsumer:
+    """Stands in for the planner's consumer while a topic grows: the master lists the new
+    partition, its broker refuses readers of it the first ``refusals`` times."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.assigned: dict[str, int] = {}
+
+    def partitions(self, refresh: bool) -> list[Any]:
+        return [SimpleNamespace(topic="a", key=f"1:a:{p}", subscribable=True) for p in range(5)]
+
+    def assignment(self) -> list[str]:
+        return list(self.assigned)
+
+    def assign(self, offsets: dict[str, int]) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise ServerError(
+                500,
+                "Register broker failure!, exception is Wrong partition value 4,"
+                "valid partitions in (0,3)",
+            )
+        self.assigned = dict(offsets)
+
+    def offsets(self) -> dict[str, dict[str, int]]:
+        return {key: {"offset": 0, "max_offset": 280} for key in self.assigned}
+
+    def unassign(self, keys: list[str], commit: bool) -> None:
+        self.assigned = {}
+
+
+def test_the_planner_waits_for_a_new_partition_its_broker_has_not_loaded():
+    options = source_options({"master": "127.0.0.1:8715", "topic": "a"}, streaming=True)
+    consumer = _GrowingTopicConsumer(refusals=2)
+    ranges = _query(consumer, options)
+    assert consumer.refusals == 0
+    assert ranges == {f"1:a:{p}": PartitionRange(low=0, high=280) for p in range(5)}
+
+
+def test_the_planner_passes_other_server_errors_on_at_once():
+    class Refusing(_GrowingTopicConsumer):
+        def assign(self, offsets: dict[str, int]) -> None:
+            raise ServerError(500, "something else")
+
+    with pytest.raises(ServerError, match="something else"):
+        _query(Refusing(0), source_options({"master": "m:1", "topic": "a"}, streaming=True))

@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 import tubemq
-from tubemq.errors import ConfigError, PartitionOccupiedError, TubeMQError
+from tubemq.errors import ConfigError, PartitionOccupiedError, ServerError, TubeMQError
 from tubemq.spark import _clients
 from tubemq.spark._options import EARLIEST, LATEST, Offsets, SourceOptions
 
@@ -30,6 +30,9 @@ _STORE_BASE = 10000
 
 # How long the planner waits for the broker to report a partition's range.
 _QUERY_TIMEOUT_S = 30.0
+
+# The broker's refusal of a partition id beyond the topic's count it knows.
+_NOT_YET_ON_BROKER = "Wrong partition value"
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,14 @@ def _query(consumer: Any, options: SourceOptions) -> dict[str, PartitionRange]:
         except PartitionOccupiedError:
             if time.monotonic() + delay > deadline:
                 raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        except ServerError as error:
+            # A partition just added to a topic: the master lists it a moment before its
+            # broker loads the new topic settings and accepts readers for it.
+            if _NOT_YET_ON_BROKER not in str(error) or time.monotonic() + delay > deadline:
+                raise
+            _logger.info("tubemq source: a new partition is not ready yet (%s)", error)
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
     try:
