@@ -30,6 +30,7 @@ sinks are).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -41,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 import tubemq
+from tubemq._config import CLIENT_KEYS
 from tubemq.spark import _clients
 from tubemq.spark._arrow import SCHEMA_DDL, concat, record_batch
 from tubemq.spark._files import materialize, ship
@@ -116,6 +118,10 @@ def consume_in_barrier(
     options = source_options(
         {"master": master, "topic": ",".join(topics), "startingOffsets": text}, streaming=True
     )
+    # The driver's offset query connects as the tasks will (TLS, authentication).
+    client_keys = {key.name for key in CLIENT_KEYS}
+    connection = {key: value for key, value in extra.items() if key in client_keys}
+    options = dataclasses.replace(options, client={**options.client, **connection})
     try:
         starts = resolve(options.starting, query_ranges(options), "starting_offsets")
     finally:  # the driver's offset query client is not needed again
