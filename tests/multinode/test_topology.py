@@ -1,0 +1,220 @@
+"""A cluster of three brokers and three masters (issue 16): the harness brings it up, topics
+spread over every broker, producers and consumer groups use all of them, and a standby
+master takes over when the active one is killed.
+
+One cluster serves the whole module; it takes about 40 s to start on a quiet 2-core
+machine. Select these tests with ``-m multinode``.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+import uuid
+
+import pytest
+
+import tubemq
+from tubemq.cluster import ClusterError, LocalCluster
+
+pytestmark = [pytest.mark.multinode, pytest.mark.slow]
+
+BROKERS = 3
+MASTERS = 3
+PARTITIONS = 2  # per broker
+TOPICS = ["topo_spread", "topo_group", "topo_failover"]
+FAST = {"heartbeat_period_ms": 1000}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def topology(tmp_path_factory: pytest.TempPathFactory):
+    cluster = LocalCluster(tmp_path_factory.mktemp("multinode"))
+    started = time.monotonic()
+    cluster.up(topics=TOPICS, partitions=PARTITIONS, brokers=BROKERS, masters=MASTERS)
+    # Shown with -s or -rA: the figure issue 16 asks for.
+    print(f"\n{BROKERS} brokers + {MASTERS} masters ready in {time.monotonic() - started:.1f} s")
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def broker_id(partition_key: str) -> int:
+    # Partition keys are "brokerId:topic:partition".
+    return int(partition_key.split(":", 1)[0])
+
+
+def test_every_node_runs_with_an_address_of_its_own(topology):
+    assert topology.node_names == [
+        *(f"master-{i}" for i in range(1, MASTERS + 1)),
+        *(f"broker-{i}" for i in range(1, BROKERS + 1)),
+    ]
+    assert all(topology.is_node_running(name) for name in topology.node_names)
+    assert topology.broker_ids == [1, 2, 3]
+    # One broker per IP address: the server refuses a second one on the same address.
+    assert [a.split(":")[0] for a in topology.broker_addresses] == [
+        "127.0.0.1",
+        "127.0.0.2",
+        "127.0.0.3",
+    ]
+    assert len(topology.master_list.split(",")) == MASTERS
+    roles = [line.split()[-1] for line in topology.node_lines() if line.startswith("master-")]
+    assert sorted(roles) == ["active", "standby", "standby"]
+    group = topology.admin().query("admin_query_master_group_info")
+    states = sorted(item["statusInfo"]["nodeStatus"] for item in group["data"])
+    assert states == ["MASTER", "REPLICA", "REPLICA"]
+
+
+def test_a_topic_has_its_partitions_on_every_broker(topology):
+    topic = "topo_spread"
+    assert topology.partition_count(topic) == BROKERS * PARTITIONS
+    with tubemq.AssignedConsumer(
+        master=topology.master_list, group=unique("g_parts"), topics=[topic]
+    ) as consumer:
+        keys = [meta.key for meta in consumer.partitions(refresh=True)]
+    assert keys == [f"{b}:{topic}:{p}" for b in range(1, BROKERS + 1) for p in range(PARTITIONS)]
+
+
+def test_sends_land_on_every_broker(topology):
+    topic = "topo_spread"
+    with tubemq.Producer(master=topology.master_list) as producer:
+        producer.publish(topic)
+        keys = [producer.send(topic, b"spread-%d" % i).partition_key for i in range(60)]
+    per_broker = collections.Counter(broker_id(key) for key in keys)
+    assert set(per_broker) == {1, 2, 3}, per_broker
+    assert len(set(keys)) == BROKERS * PARTITIONS
+
+
+def test_a_two_member_group_reads_every_broker_and_every_message_once(topology):
+    topic, group, marker = "topo_group", unique("g_two"), unique("m").encode()
+    config = dict(master=topology.master_list, group=group, topics=[topic], **FAST)
+    with (
+        tubemq.Consumer(consume_from="earliest", **config) as first,
+        tubemq.Consumer(consume_from="earliest", **config) as second,
+    ):
+        members = (first, second)
+        # Both members settle their share before anything is sent, so no partition moves
+        # (and nothing is read twice) while the messages are read.
+        deadline = time.monotonic() + 90
+        while True:
+            held = [set(member.assignment()) for member in members]
+            if all(held) and not held[0] & held[1] and len(held[0] | held[1]) == 6:
+                break
+            assert time.monotonic() < deadline, held
+            for member in members:
+                member.poll(0.2)
+        for share in held:
+            assert share, held
+        assert {broker_id(key) for key in held[0] | held[1]} == {1, 2, 3}
+
+        with tubemq.Producer(master=topology.master_list) as producer:
+            producer.publish(topic)
+            sent = set()
+            for i in range(90):
+                body = marker + b"-%d" % i
+                producer.send(topic, body)  # returns once the broker has stored it
+                sent.add(body)
+        got: dict[int, list[bytes]] = {0: [], 1: []}
+        keys: set[str] = set()
+        deadline = time.monotonic() + 60
+        while sum(map(len, got.values())) < len(sent) and time.monotonic() < deadline:
+            for index, member in enumerate(members):
+                message = member.poll(0.2)
+                if message is not None and bytes(message).startswith(marker):
+                    got[index].append(bytes(message))
+                    keys.add(message.partition_key)
+    everything = got[0] + got[1]
+    duplicates = [body for body, n in collections.Counter(everything).items() if n > 1]
+    assert not duplicates
+    assert set(everything) == sent
+    assert got[0] and got[1]
+    assert {broker_id(key) for key in keys} == {1, 2, 3}
+
+
+def send_until_stored(producer: tubemq.Producer, topic: str, body: bytes, until: float) -> int:
+    """Sends ``body`` until the broker stores it; returns how many attempts failed."""
+    failures = 0
+    while True:
+        try:
+            producer.send(topic, body)
+            return failures
+        except tubemq.TubeMQError:
+            # While the new active master has not yet heard from the brokers, it lists
+            # no writable partition (443) and heartbeats may leave the producer none.
+            failures += 1
+            assert time.monotonic() < until, f"{body!r} not stored after {failures} tries"
+            time.sleep(0.2)
+
+
+def test_a_standby_takes_over_when_the_active_master_is_killed(topology):
+    # Last in the module: it kills a master (and starts it again at the end).
+    topic, group, marker = "topo_failover", unique("g_fail"), unique("f").encode()
+    with (
+        tubemq.Producer(master=topology.master_list, **FAST) as producer,
+        tubemq.Consumer(
+            master=topology.master_list,
+            group=group,
+            topics=[topic],
+            consume_from="earliest",
+            **FAST,
+        ) as consumer,
+    ):
+        producer.publish(topic)
+        deadline = time.monotonic() + 90
+        while len(consumer.assignment()) < BROKERS * PARTITIONS:
+            assert time.monotonic() < deadline, consumer.assignment()
+            consumer.poll(0.2)
+        old = topology.active_master()
+        killed_at = time.monotonic()
+        until = killed_at + 120
+        topology.kill_node(old)
+
+        # The running producer sends straight to the brokers.
+        send_until_stored(producer, topic, marker + b"-after-kill", until)
+        first_send_s = time.monotonic() - killed_at
+        new_active = None
+        while new_active is None:
+            assert time.monotonic() < until, "no standby took over"
+            try:
+                new_active = topology.active_master()
+            except ClusterError:
+                time.sleep(0.2)
+        takeover_s = time.monotonic() - killed_at
+        assert new_active != old
+        # A new producer registers with the new active master, which must first learn
+        # the brokers' partitions from their registrations.
+        while True:
+            try:
+                with tubemq.Producer(master=topology.master_list) as late:
+                    late.publish(topic)
+                    late.send(topic, marker + b"-new-producer")
+                break
+            except tubemq.TubeMQError:
+                assert time.monotonic() < until, "no new producer could send"
+                time.sleep(0.5)
+        new_producer_s = time.monotonic() - killed_at
+        sent = {marker + b"-after-kill", marker + b"-new-producer"}
+        failed_sends = 0
+        for i in range(30):
+            sent.add(marker + b"-%d" % i)
+            failed_sends += send_until_stored(producer, topic, marker + b"-%d" % i, until)
+        got: list[bytes] = []
+        while set(got) < sent and time.monotonic() < until:
+            message = consumer.poll(0.5)
+            if message is not None and bytes(message).startswith(marker):
+                got.append(bytes(message))
+        assert set(got) == sent
+        print(
+            f"\nkilled {old}: the running producer stored a message after {first_send_s:.2f} s;"
+            f" {new_active} active after {takeover_s:.1f} s; a new producer's first send"
+            f" after {new_producer_s:.1f} s; {failed_sends} failed sends of 30 after that;"
+            f" the consumer read all {len(sent)} after {time.monotonic() - killed_at:.1f} s"
+        )
+    # The killed master comes back as a standby of the new active one.
+    topology.start_node(old)
+    assert topology.active_master() == new_active
+    assert topology.is_running()
