@@ -198,3 +198,41 @@ def test_state_of_a_one_node_cluster_from_before_topologies_still_loads(tmp_path
     with pytest.raises(ClusterError, match="no node 'broker-2'"):
         cluster.node("broker-2")
     assert not cluster.is_running()
+
+
+def test_a_bigger_cluster_prints_every_master_and_broker(tmp_path):
+    topology = two_by_two()
+    state = {
+        "ports": asdict(PORTS),
+        "host": "127.0.0.1",
+        "topology": {
+            "masters": [asdict(m) for m in topology.masters],
+            "brokers": [asdict(b) for b in topology.brokers],
+        },
+        "pids": {"master": 0, "broker": 0, "master-2": 0, "broker-2": 0},
+        "topics": [],
+    }
+    (tmp_path / "cluster.json").write_text(json.dumps(state))
+    cluster = LocalCluster.load(tmp_path)
+    assert cluster.describe().splitlines() == [
+        "master=127.0.0.1:2001",
+        "master=127.0.0.1:2011",
+        "broker=127.0.0.1:2101",
+        "broker=127.0.0.2:2111",
+        "master_web=127.0.0.1:2002",
+    ]
+    assert cluster.master_list == "127.0.0.1:2001,127.0.0.1:2011"
+    assert cluster.node_address("broker-2") == "127.0.0.2:2111"
+    assert [line.split()[0] for line in cluster.node_lines()] == [
+        "master-1",
+        "master-2",
+        "broker-1",
+        "broker-2",
+    ]
+    assert all(line.endswith(" stopped") for line in cluster.node_lines())
+
+
+def test_a_host_not_on_this_machine_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("tubemq.cluster.maven.server_classpath", lambda: [])
+    with pytest.raises(ClusterError, match="not an address of this machine"):
+        LocalCluster(tmp_path).up(["topic_a"], host="203.0.113.9")  # TEST-NET-3

@@ -48,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--host",
         default=HOST,
-        help=f"address the masters and broker-1 bind and advertise ({HOST}); several "
-        "brokers need a loopback address",
+        help=f"address the masters and broker-1 advertise ({HOST}); several brokers "
+        "need a loopback address",
     )
     up.add_argument(
         "--tls",

@@ -290,9 +290,11 @@ class LocalCluster:
         ``brokers`` brokers (ids 1..N) and ``masters`` masters, which form one replication
         group when there are several. Every topic is deployed on every broker with
         ``partitions`` partitions each, so it has ``brokers * partitions`` partitions in
-        all. ``host`` is the address the masters and broker-1 bind and advertise; brokers
-        2..N take the following addresses (one broker per IP address is all TubeMQ
-        accepts), so several brokers need a loopback ``host`` (127.x.y.z).
+        all. ``host`` is the address the masters and broker-1 advertise (the 2.4.0
+        servers bind their RPC, web and metrics ports on every address, BDB-JE's port on
+        ``host`` alone); brokers 2..N take the following addresses (one broker per IP
+        address is all TubeMQ accepts), so several brokers need a loopback ``host``
+        (127.x.y.z).
 
         ``master_settings`` adds keys to master.ini's ``[master]`` section,
         ``broker_settings`` to broker.ini's ``[broker]`` section; ``topic_settings`` are
@@ -332,7 +334,11 @@ class LocalCluster:
         classpath = maven.server_classpath()
         tls_files = make_tls_files(self.workdir / "tls") if tls else None
         if single:
-            ports = Ports(*_free_ports(9 if tls else 7, host))
+            # The default keeps its loopback-only port choice, as before topologies.
+            count = 9 if tls else 7
+            ports = Ports(
+                *(process.free_ports(count) if host == HOST else _free_ports(count, host))
+            )
             topology = Topology.single(ports, host)
         else:
             topology = _plan_topology(host, masters, broker_hosts)
@@ -703,17 +709,20 @@ def _broker_hosts(host: str, brokers: int) -> list[str]:
 
 
 def _free_ports(count: int, host: str) -> list[int]:
+    """``count`` ports for nodes advertising ``host``, which must be on this machine."""
     try:
-        return process.free_ports(count, host)
+        process.free_ports(1, host)
     except OSError as error:
         raise ClusterError(
             f"cannot bind {host}: {error} (not an address of this machine?)"
         ) from error
+    # The 2.4.0 servers bind their RPC, web and metrics ports on every address (only
+    # BDB-JE's port on hostName), so the ports must be free on all of them.
+    return process.free_ports(count, "0.0.0.0")
 
 
 def _plan_topology(host: str, masters: int, broker_hosts: list[str]) -> Topology:
-    # Ports free on every address, as brokers bind theirs on addresses of their own.
-    ports = iter(_free_ports(4 * masters + 3 * len(broker_hosts), "0.0.0.0"))
+    ports = iter(_free_ports(4 * masters + 3 * len(broker_hosts), host))
     return Topology(
         tuple(
             MasterNode(index, host, next(ports), next(ports), next(ports), next(ports))

@@ -43,8 +43,8 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     try:
         for _ in range(count):
             sock = socket.socket()
+            sockets.append(sock)  # closed below even if bind fails
             sock.bind((host, 0))
-            sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
