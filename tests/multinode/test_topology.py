@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.multinode, pytest.mark.slow]
 BROKERS = 3
 MASTERS = 3
 PARTITIONS = 2  # per broker
-TOPICS = ["topo_spread", "topo_group", "topo_failover"]
+TOPICS = ["topo_spread", "topo_group", "topo_broker_kill", "topo_failover"]
 FAST = {"heartbeat_period_ms": 1000}
 
 
@@ -148,6 +148,74 @@ def send_until_stored(producer: tubemq.Producer, topic: str, body: bytes, until:
             failures += 1
             assert time.monotonic() < until, f"{body!r} not stored after {failures} tries"
             time.sleep(0.2)
+
+
+def test_a_killed_broker_is_avoided_and_serves_again_once_restarted(topology):
+    topic, group, marker = "topo_broker_kill", unique("g_bk"), unique("b").encode()
+    with (
+        tubemq.Producer(master=topology.master_list, **FAST) as producer,
+        tubemq.Consumer(
+            master=topology.master_list,
+            group=group,
+            topics=[topic],
+            consume_from="earliest",
+            **FAST,
+        ) as consumer,
+    ):
+        producer.publish(topic)
+        deadline = time.monotonic() + 90
+        while len(consumer.assignment()) < BROKERS * PARTITIONS:
+            assert time.monotonic() < deadline, consumer.assignment()
+            consumer.poll(0.2)
+
+        got: set[bytes] = set()
+
+        def read(expected: set[bytes], seconds: float) -> set[bytes]:
+            """Everything read so far, once ``expected`` arrived or after ``seconds``."""
+            until = time.monotonic() + seconds
+            while got < expected and time.monotonic() < until:
+                try:
+                    message = consumer.poll(0.5)
+                except tubemq.TubeMQError as error:
+                    # Fetches from the dead broker fail until the consumer drops it.
+                    assert error.retriable, error
+                    continue
+                if message is not None and bytes(message).startswith(marker):
+                    got.add(bytes(message))
+            return got
+
+        topology.kill_node("broker-2")
+        killed_at = time.monotonic()
+        sent, failures, brokers_used = set(), 0, collections.Counter()
+        for i in range(40):
+            body = marker + b"-down-%d" % i
+            failures += send_until_stored(producer, topic, body, killed_at + 60)
+            sent.add(body)
+        # The producer learns nothing from the master yet (it notices the broker's loss
+        # after its heartbeat timeout); it stops choosing partitions it cannot reach.
+        try:
+            assert read(sent, 60) == sent
+        finally:
+            # The following test needs every broker, whatever happened here.
+            topology.start_node("broker-2")
+        started_at = time.monotonic()
+        back_s = None
+        while back_s is None:
+            assert time.monotonic() - started_at < 150, "broker-2 never served again"
+            body = marker + b"-up-%d" % len(sent)
+            result = producer.send(topic, body)
+            sent.add(body)
+            brokers_used[broker_id(result.partition_key)] += 1
+            if broker_id(result.partition_key) == 2:
+                back_s = time.monotonic() - started_at
+            else:
+                time.sleep(0.2)
+        assert read(sent, 90) == sent
+        print(
+            f"\nbroker-2 killed: {failures} failed sends of 40; restarted, it took sends"
+            f" again after {back_s:.1f} s; sends meanwhile per broker {dict(brokers_used)}"
+        )
+    assert topology.is_running()
 
 
 def test_a_standby_takes_over_when_the_active_master_is_killed(topology):
