@@ -9,8 +9,11 @@ machine. Select these tests with ``-m multinode``.
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -24,23 +27,70 @@ MASTERS = 3
 PARTITIONS = 2  # per broker
 TOPICS = ["topo_spread", "topo_group", "topo_broker_kill", "topo_failover"]
 FAST = {"heartbeat_period_ms": 1000}
+TUBEMQ_COMMAND = str(Path(sys.executable).with_name("tubemq"))
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
+def cluster_command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [TUBEMQ_COMMAND, "cluster", *args], capture_output=True, text=True, timeout=600
+    )
+
+
 @pytest.fixture(scope="module")
-def topology(tmp_path_factory: pytest.TempPathFactory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("multinode"))
-    started = time.monotonic()
-    cluster.up(topics=TOPICS, partitions=PARTITIONS, brokers=BROKERS, masters=MASTERS)
+def started(tmp_path_factory: pytest.TempPathFactory):
+    """The cluster, started and stopped as a user would (``tubemq cluster up|down``), and
+    what ``up`` printed."""
+    workdir = tmp_path_factory.mktemp("multinode")
+    began = time.monotonic()
+    up = cluster_command(
+        "up",
+        "--workdir",
+        str(workdir),
+        "--topics",
+        ",".join(TOPICS),
+        "--partitions",
+        str(PARTITIONS),
+        "--brokers",
+        str(BROKERS),
+        "--masters",
+        str(MASTERS),
+    )
+    assert up.returncode == 0, up.stderr
     # Shown with -s or -rA: the figure issue 16 asks for.
-    print(f"\n{BROKERS} brokers + {MASTERS} masters ready in {time.monotonic() - started:.1f} s")
+    print(f"\n{BROKERS} brokers + {MASTERS} masters ready in {time.monotonic() - began:.1f} s")
+    cluster = LocalCluster.load(workdir)
     try:
-        yield cluster
+        yield cluster, up.stdout
     finally:
-        cluster.down()
+        down = cluster_command("down", "--workdir", str(workdir))
+        assert down.returncode == 0, down.stderr
+        assert not any(cluster.is_node_running(name) for name in cluster.node_names)
+
+
+@pytest.fixture(scope="module")
+def topology(started) -> LocalCluster:
+    return started[0]
+
+
+def test_up_prints_every_master_and_broker_and_status_lists_every_node(started):
+    cluster, printed = started
+    lines = [line.split("=", 1) for line in printed.splitlines()]
+    assert [value for key, value in lines if key == "master"] == cluster.master_list.split(",")
+    assert [value for key, value in lines if key == "broker"] == cluster.broker_addresses
+    assert [key for key, _ in lines] == ["master"] * MASTERS + ["broker"] * BROKERS + ["master_web"]
+    status = cluster_command("status", "--workdir", str(cluster.workdir))
+    assert status.returncode == 0, status.stderr
+    nodes = [
+        line.split()
+        for line in status.stdout.splitlines()
+        if line.startswith(("master-", "broker-"))
+    ]
+    assert [fields[0] for fields in nodes] == cluster.node_names
+    assert all(fields[3] == "running" for fields in nodes)
 
 
 def broker_id(partition_key: str) -> int:
