@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.multinode, pytest.mark.slow]
 BROKERS = 3
 MASTERS = 3
 PARTITIONS = 2  # per broker
-TOPICS = ["topo_spread", "topo_group", "topo_broker_kill", "topo_failover"]
+TOPICS = ["topo_spread", "topo_group", "topo_offline", "topo_broker_kill", "topo_failover"]
 FAST = {"heartbeat_period_ms": 1000}
 TUBEMQ_COMMAND = str(Path(sys.executable).with_name("tubemq"))
 
@@ -223,6 +223,74 @@ def send_until_stored(producer: tubemq.Producer, topic: str, body: bytes, until:
             failures += 1
             assert time.monotonic() < until, f"{body!r} not stored after {failures} tries"
             time.sleep(0.2)
+
+
+def test_a_broker_taken_offline_and_back_loses_no_message(topology):
+    topic, group, marker = "topo_offline", unique("g_off"), unique("o").encode()
+    with (
+        tubemq.Producer(master=topology.master_list, **FAST) as producer,
+        tubemq.Consumer(
+            master=topology.master_list,
+            group=group,
+            topics=[topic],
+            consume_from="earliest",
+            **FAST,
+        ) as consumer,
+    ):
+        producer.publish(topic)
+        deadline = time.monotonic() + 90
+        while len(consumer.assignment()) < BROKERS * PARTITIONS:
+            assert time.monotonic() < deadline, consumer.assignment()
+            consumer.poll(0.2)
+        sent: list[bytes] = []
+        got: collections.Counter[bytes] = collections.Counter()
+
+        def step(phase: str) -> str:
+            """Sends one message (it must be stored at once) and reads what has come."""
+            body = marker + b"-%s-%d" % (phase.encode(), len(sent))
+            key = producer.send(topic, body).partition_key
+            sent.append(body)
+            message = consumer.poll(0.05)
+            if message is not None and bytes(message).startswith(marker):
+                got[bytes(message)] += 1
+            return key
+
+        def on_broker_2() -> bool:
+            return any(broker_id(key) == 2 for key in consumer.assignment())
+
+        topology.offline_broker("broker-2")
+        offline_at = time.monotonic()
+        # Producer and consumer learn it from their next heartbeats, a few seconds apart;
+        # meanwhile broker-2 still takes sends, and nothing may fail.
+        recent: collections.deque[str] = collections.deque(maxlen=30)
+        while on_broker_2() or any(broker_id(key) == 2 for key in recent) or len(recent) < 30:
+            assert time.monotonic() - offline_at < 90, (consumer.assignment(), list(recent))
+            recent.append(step("off"))
+        left_s = time.monotonic() - offline_at
+
+        topology.online_broker("broker-2")
+        online_at = time.monotonic()
+        producer_back = consumer_back = None
+        while producer_back is None or consumer_back is None:
+            assert time.monotonic() - online_at < 90, "broker-2 never came back"
+            key = step("on")
+            if producer_back is None and broker_id(key) == 2:
+                producer_back = time.monotonic() - online_at
+            if consumer_back is None and on_broker_2():
+                consumer_back = time.monotonic() - online_at
+        # What was sent to broker-2 after the consumer let go of it is read now.
+        deadline = time.monotonic() + 60
+        while not set(sent) <= set(got) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and bytes(message).startswith(marker):
+                got[bytes(message)] += 1
+    assert set(sent) - set(got) == set()
+    twice = sum(1 for n in got.values() if n > 1)
+    print(
+        f"\nbroker-2 offline: producer and consumer off it after {left_s:.1f} s, no send"
+        f" failed; online: producer back after {producer_back:.1f} s, consumer after"
+        f" {consumer_back:.1f} s; {len(sent)} sent, all read, {twice} read twice"
+    )
 
 
 def test_a_killed_broker_is_avoided_and_serves_again_once_restarted(topology):

@@ -230,6 +230,8 @@ def test_a_bigger_cluster_prints_every_master_and_broker(tmp_path):
         "broker-2",
     ]
     assert all(line.endswith(" stopped") for line in cluster.node_lines())
+    with pytest.raises(ClusterError, match="not a broker"):
+        cluster.offline_broker("master-2")
 
 
 def test_a_host_not_on_this_machine_is_refused(tmp_path, monkeypatch):

@@ -602,6 +602,24 @@ class LocalCluster:
             self.stop_node(name)
         self.start_node(name)
 
+    def offline_broker(self, name: str) -> None:
+        """Takes a broker out of service through the master, as an operator does before
+        maintenance (``admin_offline_broker_configure``): the process keeps running, the
+        master stops offering its partitions to producers and consumers."""
+        broker = self._broker(name)
+        self.admin().modify("admin_offline_broker_configure", brokerId=broker.index)
+
+    def online_broker(self, name: str) -> None:
+        """Puts a broker taken offline back into service (``admin_online_broker_configure``)."""
+        broker = self._broker(name)
+        self.admin().modify("admin_online_broker_configure", brokerId=broker.index)
+
+    def _broker(self, name: str) -> BrokerNode:
+        node = self.node(name)
+        if not isinstance(node, BrokerNode):
+            raise ClusterError(f"{name} is not a broker")
+        return node
+
     def stop_broker(self) -> None:
         """Stops broker-1 alone (SIGTERM), as maintenance would."""
         self.stop_node("broker-1")
