@@ -1,79 +1,28 @@
 """A cluster of three brokers and three masters (issue 16): the harness brings it up, topics
-spread over every broker, producers and consumer groups use all of them, and a standby
-master takes over when the active one is killed.
-
-One cluster serves the whole module; it takes about 40 s to start on a quiet 2-core
-machine. Select these tests with ``-m multinode``.
+spread over every broker, producers and consumer groups use all of them, a broker taken
+offline or killed is avoided, and a standby master takes over when the active one is
+killed. The cluster (conftest.py) serves every module of tests/multinode.
 """
 
 from __future__ import annotations
 
 import collections
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from multinode_support import BROKERS, MASTERS, PARTITIONS, broker_id, cluster_command
 
 import tubemq
-from tubemq.cluster import ClusterError, LocalCluster
+from tubemq.cluster import ClusterError
 
 pytestmark = [pytest.mark.multinode, pytest.mark.slow]
 
-BROKERS = 3
-MASTERS = 3
-PARTITIONS = 2  # per broker
-TOPICS = ["topo_spread", "topo_group", "topo_offline", "topo_broker_kill", "topo_failover"]
 FAST = {"heartbeat_period_ms": 1000}
-TUBEMQ_COMMAND = str(Path(sys.executable).with_name("tubemq"))
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-def cluster_command(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TUBEMQ_COMMAND, "cluster", *args], capture_output=True, text=True, timeout=600
-    )
-
-
-@pytest.fixture(scope="module")
-def started(tmp_path_factory: pytest.TempPathFactory):
-    """The cluster, started and stopped as a user would (``tubemq cluster up|down``), and
-    what ``up`` printed."""
-    workdir = tmp_path_factory.mktemp("multinode")
-    began = time.monotonic()
-    up = cluster_command(
-        "up",
-        "--workdir",
-        str(workdir),
-        "--topics",
-        ",".join(TOPICS),
-        "--partitions",
-        str(PARTITIONS),
-        "--brokers",
-        str(BROKERS),
-        "--masters",
-        str(MASTERS),
-    )
-    assert up.returncode == 0, up.stderr
-    # Shown with -s or -rA: the figure issue 16 asks for.
-    print(f"\n{BROKERS} brokers + {MASTERS} masters ready in {time.monotonic() - began:.1f} s")
-    cluster = LocalCluster.load(workdir)
-    try:
-        yield cluster, up.stdout
-    finally:
-        down = cluster_command("down", "--workdir", str(workdir))
-        assert down.returncode == 0, down.stderr
-        assert not any(cluster.is_node_running(name) for name in cluster.node_names)
-
-
-@pytest.fixture(scope="module")
-def topology(started) -> LocalCluster:
-    return started[0]
 
 
 def test_up_prints_every_master_and_broker_and_status_lists_every_node(started):
@@ -91,11 +40,6 @@ def test_up_prints_every_master_and_broker_and_status_lists_every_node(started):
     ]
     assert [fields[0] for fields in nodes] == cluster.node_names
     assert all(fields[3] == "running" for fields in nodes)
-
-
-def broker_id(partition_key: str) -> int:
-    # Partition keys are "brokerId:topic:partition".
-    return int(partition_key.split(":", 1)[0])
 
 
 def test_every_node_runs_with_an_address_of_its_own(topology):
