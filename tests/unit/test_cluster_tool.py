@@ -238,3 +238,15 @@ def test_a_host_not_on_this_machine_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr("tubemq.cluster.maven.server_classpath", lambda: [])
     with pytest.raises(ClusterError, match="not an address of this machine"):
         LocalCluster(tmp_path).up(["topic_a"], host="203.0.113.9")  # TEST-NET-3
+
+
+def test_up_on_a_running_cluster_of_another_shape_is_refused(tmp_path, monkeypatch):
+    state = {"ports": asdict(PORTS), "pids": {"master": 1, "broker": 2}, "topics": []}
+    (tmp_path / "cluster.json").write_text(json.dumps(state))
+    monkeypatch.setattr(LocalCluster, "is_running", lambda self: True)
+    added = []
+    monkeypatch.setattr(LocalCluster, "add_topics", lambda self, topics: added.append(topics))
+    with pytest.raises(ClusterError, match="1 master\\(s\\) and 1 broker\\(s\\)"):
+        LocalCluster(tmp_path).up(["topic_a"], brokers=3)
+    LocalCluster(tmp_path).up(["topic_a"])  # the same shape: only adds the topics
+    assert added == [["topic_a"]]

@@ -319,6 +319,13 @@ class LocalCluster:
         if (self.workdir / STATE_FILE).exists():
             running = LocalCluster.load(self.workdir)
             if running.is_running():
+                shape = (len(running.topology.masters), len(running.topology.brokers))
+                if shape != (masters, brokers) or running.host != host:
+                    # Adding topics to a cluster of another shape would hide the mismatch.
+                    raise ClusterError(
+                        f"{self.workdir} runs {shape[0]} master(s) and {shape[1]} broker(s) "
+                        f"on {running.host}; run 'down' first for another topology"
+                    )
                 running.add_topics(wanted)
                 self._state = running._state
                 return
