@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import configparser
+import json
+from dataclasses import asdict
 
 import pytest
 
 from tubemq.cluster import ClusterError, LocalCluster
 from tubemq.cluster.cli import main as cluster_main
-from tubemq.cluster.config_files import Ports, write_config
+from tubemq.cluster.config_files import BrokerNode, MasterNode, Ports, Topology, write_config
+from tubemq.cluster.local_cluster import _broker_hosts
 from tubemq.cluster.tls_keys import TlsFiles
 
 PORTS = Ports(
@@ -114,3 +117,136 @@ def test_a_stopped_cluster_directory_is_started_afresh(tmp_path, monkeypatch):
         LocalCluster(tmp_path).up(["topic_a"])
     assert not (tmp_path / "master-meta" / "je.lck").exists()
     assert started == [[]]
+
+
+def two_by_two() -> Topology:
+    return Topology(
+        (
+            MasterNode(1, "127.0.0.1", 2001, 2002, 2003, 2004),
+            MasterNode(2, "127.0.0.1", 2011, 2012, 2013, 2014),
+        ),
+        (
+            BrokerNode(1, "127.0.0.1", 2101, 2102, 2103),
+            BrokerNode(2, "127.0.0.2", 2111, 2112, 2113),
+        ),
+    )
+
+
+def test_several_masters_form_one_group_founded_by_the_first(tmp_path):
+    write_config(tmp_path, two_by_two())
+    first = read_ini(tmp_path / "master.ini")["meta_bdb"]
+    second = read_ini(tmp_path / "master-2.ini")["meta_bdb"]
+    assert first["repGroupName"] == second["repGroupName"]
+    assert (first["repNodeName"], second["repNodeName"]) == ("tubemqLocalNode1", "tubemqLocalNode2")
+    # The founder is its own helper; the others join through it.
+    assert first["repHelperHost"] == second["repHelperHost"] == "127.0.0.1:2003"
+    assert second["repNodePort"] == "2013"
+    assert first["metaDataPath"] != second["metaDataPath"]
+    assert read_ini(tmp_path / "master-2.ini")["master"]["port"] == "2011"
+
+
+def test_every_broker_has_its_id_address_directory_and_all_masters(tmp_path):
+    write_config(tmp_path, two_by_two())
+    first = read_ini(tmp_path / "broker.ini")["broker"]
+    second = read_ini(tmp_path / "broker-2.ini")["broker"]
+    assert (first["brokerId"], second["brokerId"]) == ("1", "2")
+    assert (first["hostName"], second["hostName"]) == ("127.0.0.1", "127.0.0.2")
+    assert first["masterAddressList"] == second["masterAddressList"]
+    assert second["masterAddressList"] == "127.0.0.1:2001,127.0.0.1:2011"
+    assert second["primaryPath"] == str(tmp_path / "broker-2-data")
+    assert (tmp_path / "broker-2-data").is_dir()
+
+
+def test_brokers_take_consecutive_loopback_addresses():
+    assert _broker_hosts("127.0.0.1", 3) == ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+    assert _broker_hosts("10.1.2.3", 1) == ["10.1.2.3"]
+    # TubeMQ takes one broker per IP address; a real interface has only one.
+    with pytest.raises(ClusterError, match="one broker per"):
+        _broker_hosts("10.1.2.3", 2)
+    with pytest.raises(ClusterError, match="one broker per"):
+        _broker_hosts("127.255.255.255", 2)
+    with pytest.raises(ClusterError, match="IPv4"):
+        _broker_hosts("localhost", 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"brokers": 0},
+        {"masters": 10},
+        {"brokers": 2, "tls": True},
+        {"host": "127.0.0.2", "tls": True},
+    ],
+)
+def test_impossible_topologies_are_refused_before_anything_starts(tmp_path, kwargs):
+    with pytest.raises(ClusterError):
+        LocalCluster(tmp_path).up(["topic_a"], **kwargs)
+    assert not (tmp_path / "cluster.json").exists()
+
+
+def test_state_of_a_one_node_cluster_from_before_topologies_still_loads(tmp_path):
+    state = {"ports": asdict(PORTS), "pids": {"master": 0, "broker": 0}, "topics": ["a1"]}
+    (tmp_path / "cluster.json").write_text(json.dumps(state))
+    cluster = LocalCluster.load(tmp_path)
+    assert cluster.node_names == ["master-1", "broker-1"]
+    assert cluster.describe().splitlines() == [
+        "master=127.0.0.1:1001",
+        "broker=127.0.0.1:1004",
+        "master_web=127.0.0.1:1002",
+    ]
+    assert cluster.node("broker").name == "broker-1"
+    with pytest.raises(ClusterError, match="no node 'broker-2'"):
+        cluster.node("broker-2")
+    assert not cluster.is_running()
+
+
+def test_a_bigger_cluster_prints_every_master_and_broker(tmp_path):
+    topology = two_by_two()
+    state = {
+        "ports": asdict(PORTS),
+        "host": "127.0.0.1",
+        "topology": {
+            "masters": [asdict(m) for m in topology.masters],
+            "brokers": [asdict(b) for b in topology.brokers],
+        },
+        "pids": {"master": 0, "broker": 0, "master-2": 0, "broker-2": 0},
+        "topics": [],
+    }
+    (tmp_path / "cluster.json").write_text(json.dumps(state))
+    cluster = LocalCluster.load(tmp_path)
+    assert cluster.describe().splitlines() == [
+        "master=127.0.0.1:2001",
+        "master=127.0.0.1:2011",
+        "broker=127.0.0.1:2101",
+        "broker=127.0.0.2:2111",
+        "master_web=127.0.0.1:2002",
+    ]
+    assert cluster.master_list == "127.0.0.1:2001,127.0.0.1:2011"
+    assert cluster.node_address("broker-2") == "127.0.0.2:2111"
+    assert [line.split()[0] for line in cluster.node_lines()] == [
+        "master-1",
+        "master-2",
+        "broker-1",
+        "broker-2",
+    ]
+    assert all(line.endswith(" stopped") for line in cluster.node_lines())
+    with pytest.raises(ClusterError, match="not a broker"):
+        cluster.offline_broker("master-2")
+
+
+def test_a_host_not_on_this_machine_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("tubemq.cluster.maven.server_classpath", lambda: [])
+    with pytest.raises(ClusterError, match="not an address of this machine"):
+        LocalCluster(tmp_path).up(["topic_a"], host="203.0.113.9")  # TEST-NET-3
+
+
+def test_up_on_a_running_cluster_of_another_shape_is_refused(tmp_path, monkeypatch):
+    state = {"ports": asdict(PORTS), "pids": {"master": 1, "broker": 2}, "topics": []}
+    (tmp_path / "cluster.json").write_text(json.dumps(state))
+    monkeypatch.setattr(LocalCluster, "is_running", lambda self: True)
+    added = []
+    monkeypatch.setattr(LocalCluster, "add_topics", lambda self, topics: added.append(topics))
+    with pytest.raises(ClusterError, match="1 master\\(s\\) and 1 broker\\(s\\)"):
+        LocalCluster(tmp_path).up(["topic_a"], brokers=3)
+    LocalCluster(tmp_path).up(["topic_a"])  # the same shape: only adds the topics
+    assert added == [["topic_a"]]

@@ -14,16 +14,30 @@ from tubemq.cluster.errors import ClusterError
 _USER = "tubemqpython"
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        # A standby master redirects admin calls; the caller wants to know, not to follow.
+        return None
+
+
 class AdminClient:
-    def __init__(self, web_address: str, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, web_address: str, timeout_s: float = 10.0, follow_redirects: bool = True
+    ) -> None:
         self.base = f"http://{web_address}/webapi.htm"
         self.timeout_s = timeout_s
+        self._opener = (
+            urllib.request.build_opener()
+            if follow_redirects
+            else urllib.request.build_opener(_NoRedirects())
+        )
 
     def query(self, method: str, **params: Any) -> dict[str, Any]:
-        """Calls a read-only method; returns the decoded answer, whatever its ``result``."""
+        """Calls a read-only method; returns the decoded answer, whatever its ``result``.
+        Without ``follow_redirects`` a redirect (a standby master's answer) raises."""
         query = urllib.parse.urlencode({"method": method, **params})
         try:
-            with urllib.request.urlopen(f"{self.base}?{query}", timeout=self.timeout_s) as reply:
+            with self._opener.open(f"{self.base}?{query}", timeout=self.timeout_s) as reply:
                 body = reply.read().decode("utf-8", "replace")
         except (urllib.error.URLError, OSError) as error:
             raise ClusterError(f"admin call {method} failed: {error}") from error

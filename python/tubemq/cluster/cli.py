@@ -1,4 +1,5 @@
-"""``tubemq cluster up|down|status|add-topics``: a local TubeMQ cluster from the shell."""
+"""``tubemq cluster up|down|status|add-topics|kill|start|restart``: a local TubeMQ
+cluster from the shell."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from tubemq.cluster.config_files import HOST
 from tubemq.cluster.errors import ClusterError
 from tubemq.cluster.local_cluster import LocalCluster
 
@@ -14,8 +16,8 @@ from tubemq.cluster.local_cluster import LocalCluster
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tubemq cluster",
-        description="Run one TubeMQ master and one broker on loopback (free ports), with "
-        "the server jars from Maven Central.",
+        description="Run TubeMQ masters and brokers on this machine (free ports), with "
+        "the server jars from Maven Central: one of each on 127.0.0.1 by default.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start the cluster; returns once the topics are usable")
@@ -24,14 +26,46 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--topics", required=sub is add, default="", help="comma-separated topic names"
         )
-    up.add_argument("--partitions", type=int, default=4, help="partitions per topic (4)")
+    up.add_argument(
+        "--partitions",
+        type=int,
+        default=4,
+        help="partitions of each topic on each broker (4); a topic has brokers x partitions",
+    )
+    up.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="number of brokers (1); broker N has id N and the N-th address from --host, "
+        "as TubeMQ takes one broker per IP address",
+    )
+    up.add_argument(
+        "--masters",
+        type=int,
+        default=1,
+        help="number of masters (1); several form one replication group, one active",
+    )
+    up.add_argument(
+        "--host",
+        default=HOST,
+        help=f"address the masters and broker-1 advertise ({HOST}); several brokers "
+        "need a loopback address",
+    )
     up.add_argument(
         "--tls",
         action="store_true",
         help="also serve TLS, with a self-signed certificate for 127.0.0.1 (see tls_ca_file)",
     )
-    commands.add_parser("status", help="exit 0 only while master and broker are up")
-    commands.add_parser("down", help="stop master and broker")
+    commands.add_parser("status", help="list the nodes; exit 0 only while all are up")
+    commands.add_parser("down", help="stop every node")
+    for name, text in (
+        ("kill", "SIGKILL one node, as a crash would"),
+        ("stop", "stop one node (SIGTERM)"),
+        ("start", "start a stopped node again"),
+        ("restart", "stop one node and start it again"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("node", help="master-N or broker-N (see status)")
     for sub in commands.choices.values():
         sub.add_argument(
             "--workdir",
@@ -49,7 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             started = time.monotonic()
             cluster = LocalCluster(args.workdir)
-            cluster.up(topics=[t.strip() for t in topics], partitions=args.partitions, tls=args.tls)
+            cluster.up(
+                topics=[t.strip() for t in topics],
+                partitions=args.partitions,
+                tls=args.tls,
+                brokers=args.brokers,
+                masters=args.masters,
+                host=args.host,
+            )
             print(cluster.describe())
             print(
                 f"ready in {time.monotonic() - started:.1f} s; topics: "
@@ -66,8 +107,19 @@ def main(argv: list[str] | None = None) -> int:
             running = cluster.is_running()
             print(cluster.describe())
             print(f"topics={','.join(cluster.topics)}")
+            for line in cluster.node_lines():
+                print(line)
             print("running" if running else "not running")
             return 0 if running else 1
+        if args.command in ("kill", "stop", "start", "restart"):
+            action = {
+                "kill": cluster.kill_node,
+                "stop": cluster.stop_node,
+                "start": cluster.start_node,
+                "restart": cluster.restart_node,
+            }[args.command]
+            action(args.node)
+            return 0
         cluster.down()
         return 0
     except ClusterError as error:

@@ -37,14 +37,14 @@ JVM_FLAGS = [
 ]
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports free on loopback right now, all distinct."""
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Ports free on ``host`` right now, all distinct ("0.0.0.0": free on every address)."""
     sockets = []
     try:
         for _ in range(count):
             sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
+            sockets.append(sock)  # closed below even if bind fails
+            sock.bind((host, 0))
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
