@@ -86,6 +86,7 @@ class Producer:
         msg_time: str,
         block: bool,
         timeout: float | None,
+        partition: str | None = None,
     ) -> SendResult: ...
     def send_async(
         self,
@@ -97,6 +98,7 @@ class Producer:
         msg_time: str,
         token: int,
         block: bool,
+        partition: str | None = None,
     ) -> None: ...
     def drain_deliveries(
         self, wait_s: float, max_items: int = ...
