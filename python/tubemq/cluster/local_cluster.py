@@ -15,6 +15,7 @@ from tubemq.cluster.admin import AdminClient
 from tubemq.cluster.config_files import BROKER_ID, HOST, Ports, write_config
 from tubemq.cluster.errors import ClusterError
 from tubemq.cluster.tls_keys import make_tls_files
+from tubemq.errors import AdminError, TubeMQError
 
 STATE_FILE = "cluster.json"
 MASTER_READY_TIMEOUT_S = 120.0
@@ -204,11 +205,14 @@ class LocalCluster:
 
     def partition_count(self, topic: str) -> int:
         """How many partitions the broker runs for ``topic`` now (0 if none)."""
-        answer = self.admin().query("admin_query_topic_info", topicName=topic)
-        for item in answer.get("data") or []:
-            if item.get("topicName") == topic:
-                return int(item.get("totalRunNumPartCount") or 0)
-        return 0
+        try:
+            return self.admin().describe_topic(topic).running_partitions
+        except AdminError as error:
+            if error.code == 404:
+                return 0
+            raise ClusterError(f"cannot describe {topic}: {error}") from error
+        except TubeMQError as error:
+            raise ClusterError(f"cannot describe {topic}: {error}") from error
 
     def grow_topic(self, topic: str, partitions: int) -> None:
         """Raises ``topic``'s partition count (in its one store) to ``partitions`` and waits
