@@ -110,3 +110,62 @@ def test_bad_partitions_raise_before_anything_is_sent(master, topics):
         assert _core.service_state()["connections"] == connections  # no broker contacted
         assert fresh.counters()["sent_ok"] == 0
         assert fresh.counters()["sent_failed"] == 0
+
+
+def test_produce_cli_sends_every_line_to_the_partition(producer, topics, master):
+    import subprocess
+    import sys
+
+    topic = topics[3]
+    target = producer.partitions(topic)[-1]
+    mark = f"clipin-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tubemq.cli",
+            "produce",
+            "--master",
+            master,
+            "--topic",
+            topic,
+            "--partition",
+            str(target.partition_id),
+        ],
+        input=f"{mark} a\n{mark} b\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found = []
+    with tubemq.Consumer(
+        master=master, group=f"pin_{uuid.uuid4().hex[:8]}", topics=[topic], consume_from="earliest"
+    ) as consumer:
+        deadline = time.monotonic() + 60
+        while len(found) < 2 and time.monotonic() < deadline:
+            found += [
+                m.partition_key
+                for m in consumer.consume(1000, timeout=0.5)
+                if bytes(m).startswith(mark.encode())
+            ]
+    assert found == [target.key, target.key]
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tubemq.cli",
+            "produce",
+            "--master",
+            master,
+            "--topic",
+            topic,
+            "--partition",
+            "999:nowhere:0",
+        ],
+        input="x\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 1 and "not a writable partition" in bad.stderr
