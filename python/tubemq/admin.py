@@ -36,6 +36,7 @@ __all__ = [
     "GroupInfo",
     "GroupMember",
     "GroupPartition",
+    "TopicBroker",
     "TopicInfo",
     "TopicPartition",
 ]

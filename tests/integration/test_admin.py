@@ -5,6 +5,7 @@ offsets, lag), wrong credentials, a dead master and one that never answers."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -112,7 +113,7 @@ def test_topics_are_created_used_and_deleted_by_the_client_and_the_cli(admin, ma
         capture_output=True,
         text=True,
         timeout=60,
-        env={**__import__("os").environ, "TUBEMQ_ADMIN_TOKEN": ADMIN_TOKEN},
+        env={**os.environ, "TUBEMQ_ADMIN_TOKEN": ADMIN_TOKEN},
     )
     assert done.returncode == 0, done.stderr
     for topic in (by_api, by_cli):
