@@ -12,6 +12,7 @@ void RegisterLogging(py::module_& module);
 void RegisterService(py::module_& module);
 void RegisterProducer(py::module_& module);
 void RegisterConsumer(py::module_& module);
+void RegisterInLong(py::module_& module);
 }  // namespace tubemq::bindings
 
 PYBIND11_MODULE(_core, module) {
@@ -22,4 +23,5 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterService(module);
   tubemq::bindings::RegisterProducer(module);
   tubemq::bindings::RegisterConsumer(module);
+  tubemq::bindings::RegisterInLong(module);
 }

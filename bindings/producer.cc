@@ -177,7 +177,8 @@ class PyProducer {
 OutgoingMessage MakeMessage(std::string topic, const py::buffer& value,
                             std::optional<std::string> key,
                             std::vector<std::pair<std::string, std::string>> attributes,
-                            std::string msg_type, std::string msg_time) {
+                            std::string msg_type, std::string msg_time,
+                            std::optional<std::string> partition) {
   OutgoingMessage message;
   message.topic = std::move(topic);
   // The one copy of the value: from the caller's buffer into the message.
@@ -188,6 +189,7 @@ OutgoingMessage MakeMessage(std::string topic, const py::buffer& value,
   message.body.assign(static_cast<const char*>(info.ptr),
                       static_cast<size_t>(info.size * info.itemsize));
   message.key = std::move(key);
+  message.partition = std::move(partition);
   message.attributes = std::move(attributes);
   message.msg_type = std::move(msg_type);
   message.msg_time = std::move(msg_time);
@@ -255,27 +257,31 @@ void RegisterProducer(py::module_& module) {
           [](PyProducer& self, std::string topic, const py::buffer& value,
              std::optional<std::string> key,
              std::vector<std::pair<std::string, std::string>> attributes, std::string msg_type,
-             std::string msg_time, bool block, std::optional<double> timeout) {
+             std::string msg_time, bool block, std::optional<double> timeout,
+             std::optional<std::string> partition) {
             return self.Send(MakeMessage(std::move(topic), value, std::move(key),
                                          std::move(attributes), std::move(msg_type),
-                                         std::move(msg_time)),
+                                         std::move(msg_time), std::move(partition)),
                              block, timeout);
           },
           py::arg("topic"), py::arg("value"), py::arg("key"), py::arg("attributes"),
-          py::arg("msg_type"), py::arg("msg_time"), py::arg("block"), py::arg("timeout"))
+          py::arg("msg_type"), py::arg("msg_time"), py::arg("block"), py::arg("timeout"),
+          py::arg("partition") = py::none())
       .def(
           "send_async",
           [](PyProducer& self, std::string topic, const py::buffer& value,
              std::optional<std::string> key,
              std::vector<std::pair<std::string, std::string>> attributes, std::string msg_type,
-             std::string msg_time, uint64_t token, bool block) {
+             std::string msg_time, uint64_t token, bool block,
+             std::optional<std::string> partition) {
             self.SendAsync(MakeMessage(std::move(topic), value, std::move(key),
                                        std::move(attributes), std::move(msg_type),
-                                       std::move(msg_time)),
+                                       std::move(msg_time), std::move(partition)),
                            token, block);
           },
           py::arg("topic"), py::arg("value"), py::arg("key"), py::arg("attributes"),
-          py::arg("msg_type"), py::arg("msg_time"), py::arg("token"), py::arg("block"))
+          py::arg("msg_type"), py::arg("msg_time"), py::arg("token"), py::arg("block"),
+          py::arg("partition") = py::none())
       .def("drain_deliveries", &PyProducer::DrainDeliveries, py::arg("wait_s"),
            py::arg("max_items") = 10000,
            "Waits up to wait_s; returns (token, code, message, SendResult|None) tuples.")

@@ -114,6 +114,23 @@ GOOD_CALLS: dict[tuple[str, str], dict[str, Any]] = {
     ("tubemq.errors", "error_class_for"): {"code": 1000},
 }
 
+# partition=: a key or an id of a writable partition. The "value" rows need a live
+# producer (an aio.Producer not started has no partitions to look in).
+PARTITION_TYPES = [
+    (1.5, "type"),
+    (True, "type"),
+    (b"1:t:0", "bytes"),
+    (["1:t:0"], "type"),
+    ("1:t\udc80:0", "surrogate"),
+]
+PARTITION = [
+    *PARTITION_TYPES,
+    ("999999:nosuchtopic:0", "value"),  # no such partition
+    ("", "value"),
+    (987654, "value"),  # no partition has this id
+    (-1, "value"),
+]
+
 _MESSAGE = {
     "topic": REQUIRED_TEXT,
     "value": VALUE,
@@ -124,13 +141,13 @@ _MESSAGE = {
 }
 
 BAD_VALUES: dict[tuple[str, str], dict[str, list[tuple[Any, str]]]] = {
-    ("Producer", "send"): {**_MESSAGE, "timeout": SEND_TIMEOUT},
-    ("Producer", "send_async"): {**_MESSAGE, "callback": CALLBACK},
+    ("Producer", "send"): {**_MESSAGE, "timeout": SEND_TIMEOUT, "partition": PARTITION},
+    ("Producer", "send_async"): {**_MESSAGE, "callback": CALLBACK, "partition": PARTITION},
     ("Producer", "publish"): {"topics": TOPICS, "timeout": POSITIVE_TIMEOUT},
     ("Producer", "partitions"): {"topic": REQUIRED_TEXT},
     ("Producer", "flush"): {"timeout": WAIT_TIMEOUT},
     ("Producer", "close"): {"timeout": WAIT_TIMEOUT},
-    ("aio.Producer", "send"): dict(_MESSAGE),
+    ("aio.Producer", "send"): {**_MESSAGE, "partition": PARTITION_TYPES},
     ("aio.Producer", "publish"): {"topics": TOPICS, "timeout": POSITIVE_TIMEOUT},
     ("aio.Producer", "flush"): {"timeout": WAIT_TIMEOUT},
     ("aio.Producer", "close"): {"timeout": WAIT_TIMEOUT},

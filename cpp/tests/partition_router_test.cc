@@ -88,6 +88,20 @@ TEST(BrokerShield, UnreachableBackoffDoublesAndSuccessClearsIt) {
   EXPECT_FALSE(shield.Shielded(1, now));
 }
 
+TEST(PartitionRouter, PinnedPartitionWinsOverKeyAndUsability) {
+  PartitionRouter router;
+  const auto partitions = Partitions(2, 3);
+  const std::optional<std::string> pinned = "2:t:1";
+  for (int i = 0; i < 10; ++i) {
+    const auto* chosen = router.Choose(
+        "t", partitions, std::string("k") + std::to_string(i),
+        [](const meta::Partition&) { return false; }, pinned);
+    ASSERT_NE(chosen, nullptr);
+    EXPECT_EQ(chosen->Key(), "2:t:1");
+  }
+  EXPECT_EQ(router.Choose("t", partitions, std::nullopt, nullptr, std::string("3:t:0")), nullptr);
+}
+
 TEST(BrokerShield, CountsOnlyBrokersShieldedNow) {
   BrokerShield shield;
   const auto now = BrokerShield::Clock::now();

@@ -6,6 +6,7 @@ thread and opens no connection.
 """
 
 from tubemq import _core
+from tubemq.admin import AdminClient
 from tubemq.assigned_consumer import (
     INDEX_ENTRY_SIZE,
     AssignedConsumer,
@@ -16,6 +17,7 @@ from tubemq.assigned_consumer import (
 )
 from tubemq.consumer import Consumer, Message
 from tubemq.errors import (
+    AdminError,
     ArgumentTypeError,
     AuthenticationError,
     AuthorizationError,
@@ -41,6 +43,8 @@ __version__: str = _core.__version__
 
 __all__ = [
     "INDEX_ENTRY_SIZE",
+    "AdminClient",
+    "AdminError",
     "ArgumentTypeError",
     "AssignedConsumer",
     "AuthenticationError",

@@ -1,6 +1,7 @@
 """Type stubs of the private native module ``tubemq._core`` (use the ``tubemq`` package)."""
 
 from collections.abc import Callable
+from typing import Any
 
 __version__: str
 
@@ -86,6 +87,7 @@ class Producer:
         msg_time: str,
         block: bool,
         timeout: float | None,
+        partition: str | None = None,
     ) -> SendResult: ...
     def send_async(
         self,
@@ -97,6 +99,7 @@ class Producer:
         msg_time: str,
         token: int,
         block: bool,
+        partition: str | None = None,
     ) -> None: ...
     def drain_deliveries(
         self, wait_s: float, max_items: int = ...
@@ -216,3 +219,19 @@ class Consumer:
     def paused(self) -> list[str]: ...
     @property
     def client_id(self) -> str: ...
+
+def inlong_is_pack(data: bytes | bytearray | memoryview) -> bool: ...
+def inlong_decode(
+    data: bytes | bytearray | memoryview, max_decompressed: int
+) -> tuple[bool, Any]: ...
+def inlong_encode(
+    records: list[tuple[bytes | bytearray | memoryview, str]],
+    version: int,
+    compress: bool,
+    create_time_ms: int,
+    pack_attr: str,
+    group_id_num: int,
+    stream_id_num: int,
+    ext_field: int,
+    unique_id: int,
+) -> bytes: ...

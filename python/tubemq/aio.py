@@ -29,7 +29,7 @@ from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
 from tubemq._consuming import ConsumerBase, Message, _wait_s
 from tubemq.consumer import Consumer as _SyncConsumer
 from tubemq.errors import ClientClosedError
-from tubemq.producer import BytesLike, MsgTime, SendResult
+from tubemq.producer import BytesLike, MsgTime, Partition, SendResult
 
 __all__ = ["Consumer", "Producer"]
 
@@ -86,6 +86,7 @@ class Producer:
         attrs: Mapping[str, str] | None = None,
         msg_type: str | None = None,
         msg_time: MsgTime = None,
+        partition: Partition = None,
     ) -> SendResult:
         """Sends one message; returns its :class:`tubemq.SendResult` once stored.
 
@@ -93,14 +94,23 @@ class Producer:
         send waits for a place in the window (a bad one raises :class:`ConfigError`).
         """
         _producer._message_arguments(topic, value, key, attrs, msg_type, msg_time)
+        _producer._check_partition(partition, key)
         producer = self._live()
+        if partition is not None:  # an unknown partition raises before waiting for the window
+            _producer._resolve_partition(producer._live(), topic, partition)
         window = self._window
         assert window is not None  # set with the producer by start()
         await window.acquire()
         loop = asyncio.get_running_loop()
         try:
             future = producer.send_async(
-                topic, value, key=key, attrs=attrs, msg_type=msg_type, msg_time=msg_time
+                topic,
+                value,
+                key=key,
+                attrs=attrs,
+                msg_type=msg_type,
+                msg_time=msg_time,
+                partition=partition,
             )
         except BaseException:
             window.release()

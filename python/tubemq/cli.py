@@ -1,6 +1,6 @@
 """The ``tubemq`` command. Subcommands: ``produce`` and ``consume`` (the clients from the
-shell), ``perf`` (load and rate figures) and ``cluster`` (a local TubeMQ for tests and
-demos)."""
+shell), ``topics`` and ``groups`` (the master's admin API), ``perf`` (load and rate
+figures) and ``cluster`` (a local TubeMQ for tests and demos)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 
 USAGE = (
     "usage: tubemq produce|consume ... (tubemq produce --help)\n"
+    "       tubemq topics list|describe|create|delete ... (tubemq topics --help)\n"
+    "       tubemq groups list|describe ... (tubemq groups --help)\n"
     "       tubemq perf produce|consume ... (tubemq perf produce --help)\n"
     "       tubemq cluster {up,down,status,add-topics} ... (tubemq cluster --help)"
 )
@@ -27,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         from tubemq.client_cli import main as client_main
 
         return client_main(args)
+    if args[0] in ("topics", "groups"):
+        from tubemq.admin_cli import main as admin_main
+
+        return admin_main(args)
     if args[0] == "perf":
         from tubemq.perf_cli import main as perf_main
 

@@ -30,6 +30,13 @@ def _attributes(items: list[str]) -> dict[str, str]:
     return attrs
 
 
+def _partition(text: str | None) -> str | int | None:
+    """--partition: a partition id when it is all digits, else a partition key."""
+    if text is None:
+        return None
+    return int(text) if text.strip().isdigit() else text
+
+
 def _lines(stream: IO[bytes]) -> Iterator[bytes]:
     for line in stream:
         line = line.rstrip(b"\r\n")
@@ -46,7 +53,12 @@ def produce(args: argparse.Namespace) -> int:
         try:
             futures = [
                 producer.send_async(
-                    args.topic, line, key=args.key, attrs=attrs or None, msg_type=args.msg_type
+                    args.topic,
+                    line,
+                    key=args.key,
+                    attrs=attrs or None,
+                    msg_type=args.msg_type,
+                    partition=_partition(args.partition),
                 )
                 for line in _lines(stream)
             ]
@@ -133,6 +145,9 @@ def parser(prog: str = "tubemq") -> argparse.ArgumentParser:
     p.add_argument("--attr", action="append", default=[], help="key=value (repeatable)")
     p.add_argument("--msg-type", dest="msg_type", help="msgType of every message")
     p.add_argument("--key", help="partition key (same key, same partition)")
+    p.add_argument(
+        "--partition", help="send every line to this partition: brokerId:topic:partitionId or id"
+    )
     p.set_defaults(run=produce)
 
     c = commands.add_parser("consume", help="print messages, one per line")

@@ -79,6 +79,11 @@ class AuthorizationError(ServerError):
     """The consumer group is not allowed to consume (450, 455)."""
 
 
+class AdminError(ServerError):
+    """The master's admin API refused or failed a call: ``code`` and ``message`` are the
+    server's (its ``errCode``, or the HTTP status when it answered no JSON)."""
+
+
 class PartitionOccupiedError(ServerError):
     """Another consumer holds the partition (410), or held it less than 5 s ago (421)."""
 

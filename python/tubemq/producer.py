@@ -41,6 +41,7 @@ from tubemq.errors import ArgumentTypeError, ConfigError
 SendResult = _core.SendResult
 BytesLike = Union[bytes, bytearray, memoryview]
 MsgTime = Union[str, datetime.datetime, None]
+Partition = Union[str, int, None]
 
 
 def _topic_list(topics: str | Iterable[str]) -> list[str]:
@@ -91,6 +92,55 @@ def _message_arguments(
         attributes,
         cast("str | None", msg_type) or "",
         time_text,
+    )
+
+
+def _check_partition(partition: object, key: object) -> None:
+    """The checks of ``partition=`` that need no live producer: its type, its text, and
+    that it does not come with ``key=`` (two routing rules for one message)."""
+    if partition is None:
+        return
+    if isinstance(partition, bool) or not isinstance(partition, (str, int)):
+        hint = "; decode it first" if isinstance(partition, (bytes, bytearray)) else ""
+        raise ArgumentTypeError(
+            "partition must be a partition key 'brokerId:topic:partitionId' (str), a "
+            f"partition id (int) or None, got {type(partition).__name__} {partition!r:.60}{hint}",
+            key="partition",
+        )
+    if isinstance(partition, str):
+        check_text(partition, "partition")
+    if key is not None:
+        raise ConfigError(
+            "partition: give key= or partition=, not both (a key chooses the partition by "
+            "its hash)",
+            key="partition",
+        )
+
+
+def _resolve_partition(native: _core.Producer, topic: str, partition: str | int) -> str:
+    """The key of the writable partition ``partition`` names, from the partitions the
+    master last reported for ``topic``; ConfigError naming ``partition`` when none does
+    (or, for a bare id, when brokers share it and the id alone is ambiguous)."""
+    writable = native.partitions(topic)
+    if isinstance(partition, str):
+        wanted = partition.strip()
+        matches = [info.key for info in writable if info.key == wanted]
+    else:
+        matches = [info.key for info in writable if info.partition_id == partition]
+    if len(matches) == 1:
+        return matches[0]
+    keys = sorted(info.key for info in writable)
+    listed = ", ".join(keys[:8]) + (f", ... ({len(keys)} in all)" if len(keys) > 8 else "")
+    if matches:
+        raise ConfigError(
+            f"partition: id {partition} is ambiguous for topic '{topic}' (brokers share it: "
+            f"{', '.join(sorted(matches))}); give the partition key",
+            key="partition",
+        )
+    raise ConfigError(
+        f"partition: {partition!r:.80} is not a writable partition of topic '{topic}'; "
+        f"writable: {listed or 'none'}",
+        key="partition",
     )
 
 
@@ -177,11 +227,15 @@ class Producer:
         msg_type: str | None = None,
         msg_time: MsgTime = None,
         timeout: float | None = None,
+        partition: Partition = None,
     ) -> SendResult:
         """Sends one message and waits for the broker; returns its :class:`SendResult`.
 
         ``value`` is any bytes-like object (copied once). ``key`` pins the partition by a
-        stable hash instead of round robin. ``msg_type`` is the filter item consumers can
+        stable hash instead of round robin. ``partition`` sends to exactly that partition
+        (retries included): a partition key ``"brokerId:topic:partitionId"`` or a partition
+        id (int), of a writable partition of the topic (see :meth:`partitions`); not with
+        ``key``. ``msg_type`` is the filter item consumers can
         select on; ``msg_time`` is a ``datetime`` or ``"yyyyMMddHHmm"``.
 
         ``timeout`` bounds the whole call, in seconds: at least 0.001 (a shorter one could
@@ -198,8 +252,11 @@ class Producer:
         """
         seconds = check_timeout(timeout, "timeout", minimum=MIN_SEND_TIMEOUT_S)
         message = _message_arguments(topic, value, key, attrs, msg_type, msg_time)
-        return self._live().send(
-            *message, self._block, self._send_timeout if seconds is None else seconds
+        _check_partition(partition, key)
+        native = self._live()
+        pinned = None if partition is None else _resolve_partition(native, message[0], partition)
+        return native.send(
+            *message, self._block, self._send_timeout if seconds is None else seconds, pinned
         )
 
     def send_async(
@@ -212,20 +269,24 @@ class Producer:
         msg_type: str | None = None,
         msg_time: MsgTime = None,
         callback: DeliveryCallback | None = None,
+        partition: Partition = None,
     ) -> Future[SendResult]:
         """Queues one message; returns a future of its :class:`SendResult`.
 
         ``callback(error, result)`` is called once as well (error ``None`` on success).
-        Only bad arguments (:class:`ConfigError`, checked before anything is queued) and a
-        full window (with ``block_on_full=False``: :class:`QueueFullError`) raise here;
-        every other failure arrives through the future and the callback.
+        ``partition`` as for :meth:`send` (an unknown one raises here). Only bad arguments
+        (:class:`ConfigError`, checked before anything is queued) and a full window (with
+        ``block_on_full=False``: :class:`QueueFullError`) raise here; every other failure
+        arrives through the future and the callback.
         """
         message = _message_arguments(topic, value, key, attrs, msg_type, msg_time)
+        _check_partition(partition, key)
         check_callable(callback, "callback")
         native = self._live()
+        pinned = None if partition is None else _resolve_partition(native, message[0], partition)
         token, future = self._deliveries.register(callback)
         try:
-            native.send_async(*message, token, self._block)
+            native.send_async(*message, token, self._block, pinned)
         except BaseException:
             self._deliveries.forget(token)
             raise

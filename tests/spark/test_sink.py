@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+import tubemq
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
@@ -45,6 +47,45 @@ def test_batch_write_sends_every_row_with_attrs_msg_type_and_key(
         key = int(value.rsplit("-", 1)[1]) % 3
         partitions_of_key.setdefault(key, set()).add(message.partition_key)
     assert all(len(keys) == 1 for keys in partitions_of_key.values()), partitions_of_key
+
+
+def test_partition_column_sends_each_row_to_its_partition(
+    spark, master, spark_topics, consume_marked
+):
+    topic, mark = spark_topics[2], marker("pinned")
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        partitions = producer.partitions(topic)
+    # Half the rows name their partition by key, half by id; a null is routed as usual.
+    data = []
+    for index in range(40):
+        info = partitions[index % len(partitions)]
+        target = info.key if index % 2 else str(info.partition_id)
+        data.append((f"{mark}-{index}", target if index % 2 else None, info.partition_id))
+    frame = spark.createDataFrame(data, "value string, pkey string, pid int")
+    keyed = frame.where("pkey IS NOT NULL").selectExpr("value", "pkey AS partition")
+    by_id = frame.where("pkey IS NULL").selectExpr("value", "pid AS partition")
+    for part in (keyed, by_id):
+        part.write.format("tubemq").option("master", master).option("topic", topic).mode(
+            "append"
+        ).save()
+    got = consume_marked(topic, mark, 40)
+    assert len(got) == 40
+    for message in got:
+        index = int(bytes(message).decode().rsplit("-", 1)[1])
+        assert message.partition_key == partitions[index % len(partitions)].key
+
+
+def test_a_row_with_an_unknown_partition_fails_the_task(spark, master, spark_topics):
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    frame = spark.createDataFrame([("v", "999:nowhere:0")], "value string, partition string")
+    with pytest.raises((PySparkException, Py4JJavaError)) as caught:
+        frame.write.format("tubemq").option("master", master).option("topic", spark_topics[2]).mode(
+            "append"
+        ).save()
+    assert "not a writable partition" in str(caught.value)
 
 
 def test_topic_column_overrides_the_option_and_binary_values_pass_unchanged(

@@ -18,6 +18,10 @@ struct OutgoingMessage {
   std::string msg_time;  // "$msgTime$": exactly 12 digits, yyyyMMddHHmm
   // When set, the partition is chosen by a stable hash of the key instead of round robin.
   std::optional<std::string> key;
+  // When set, the message goes to exactly this partition, "<brokerId>:<topic>:<partitionId>",
+  // and nowhere else (retries included): the caller chose it, so moving it would be a lie.
+  // A partition that is not writable at send time fails the send (kTopicNoPartition).
+  std::optional<std::string> partition;
 };
 
 struct SendResult {

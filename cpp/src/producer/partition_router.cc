@@ -18,8 +18,15 @@ uint64_t PartitionRouter::StableHash(std::string_view key) {
 const meta::Partition* PartitionRouter::Choose(const std::string& topic,
                                                const std::vector<meta::Partition>& partitions,
                                                const std::optional<std::string>& key,
-                                               const Usable& usable) {
+                                               const Usable& usable,
+                                               const std::optional<std::string>& pinned) {
   if (partitions.empty()) return nullptr;
+  if (pinned) {
+    for (const auto& partition : partitions) {
+      if (partition.Key() == *pinned) return &partition;
+    }
+    return nullptr;
+  }
   if (key) {
     std::vector<const meta::Partition*> sorted;
     sorted.reserve(partitions.size());

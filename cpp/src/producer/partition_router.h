@@ -22,12 +22,15 @@ class PartitionRouter {
 
   PartitionRouter();
 
-  // nullptr when `partitions` is empty. Keyed messages ignore `usable`: moving a key
+  // nullptr when `partitions` is empty, or when `pinned` is set and names none of them.
+  // A pinned partition (the caller's explicit choice) wins over key and round robin and
+  // ignores `usable`, like a key. Keyed messages ignore `usable`: moving a key
   // to another partition would break the ordering the key promises. Round robin skips
   // unusable partitions, and takes the next one anyway when all are unusable.
   const meta::Partition* Choose(const std::string& topic,
                                 const std::vector<meta::Partition>& partitions,
-                                const std::optional<std::string>& key, const Usable& usable);
+                                const std::optional<std::string>& key, const Usable& usable,
+                                const std::optional<std::string>& pinned = std::nullopt);
 
   // FNV-1a, 64 bit: stable across processes, platforms and versions.
   static uint64_t StableHash(std::string_view key);

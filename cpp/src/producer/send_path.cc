@@ -41,11 +41,19 @@ bool Ambiguous(const Status& status) {
          status.code() == ErrorCode::kServiceStopped;
 }
 
+bool HasPartition(const std::vector<meta::Partition>& partitions, const std::string& key) {
+  for (const auto& partition : partitions) {
+    if (partition.Key() == key) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 struct Producer::Impl::SendJob {
   std::string topic;
   std::optional<std::string> key;
+  std::optional<std::string> partition;  // pinned by the caller
   meta::MessageData data;
   std::string msg_type;
   std::string msg_time;
@@ -117,6 +125,7 @@ void Producer::Impl::Send(OutgoingMessage message, SendCallback callback) {
   job->callback = std::move(callback);
   job->topic = std::string(meta::Trim(message.topic));
   job->key = std::move(message.key);
+  job->partition = std::move(message.partition);
   job->msg_type = message.msg_type;
   job->msg_time = message.msg_time;
   // Every local check runs before any network traffic; failures go through the callback,
@@ -152,6 +161,11 @@ Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
       return Status(ErrorCode::kTopicNoPartition,
                     "topic '" + job.topic + "' has no writable partition at the moment");
     }
+    if (job.partition && !HasPartition(found->second.partitions, *job.partition)) {
+      return Status(ErrorCode::kTopicNoPartition,
+                    "partition '" + *job.partition + "' is not a writable partition of topic '" +
+                        job.topic + "' at the moment");
+    }
     limit = found->second.max_message_size > 0 ? found->second.max_message_size
                                                : max_message_size_;
   }
@@ -178,7 +192,8 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
           [this, &job, now](const meta::Partition& candidate) {
             return job->failed_brokers.count(candidate.broker.id) == 0 &&
                    !shield_.Shielded(candidate.broker.id, now);
-          });
+          },
+          job->partition);
       if (partition != nullptr) chosen = *partition;
     }
     if (chosen) {
@@ -201,9 +216,14 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
     }
   }
   if (!chosen) {
+    // A pinned partition can stop being writable between the check and a retry.
     FinishSend(job,
                Status(ErrorCode::kTopicNoPartition,
-                      "topic '" + job->topic + "' has no writable partition at the moment"),
+                      job->partition ? "partition '" + *job->partition +
+                                           "' is not a writable partition of topic '" +
+                                           job->topic + "' at the moment"
+                                     : "topic '" + job->topic +
+                                           "' has no writable partition at the moment"),
                SendResult{});
     return;
   }

@@ -1,17 +1,20 @@
-"""The master's HTTP admin API (``/webapi.htm?method=...``), as far as the cluster needs it."""
+"""The test cluster's admin calls, on top of the public :class:`tubemq.AdminClient`.
+
+The harness needs a few raw calls the public client does not offer (broker setup, topic
+settings, group flow control), and reports every failure as a :class:`ClusterError`; the
+transport, the token handling and the error checks are the public client's.
+"""
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.parse
 import urllib.request
 from typing import Any
 
+from tubemq.admin import AdminClient as PublicAdminClient
 from tubemq.cluster.config_files import ADMIN_TOKEN
 from tubemq.cluster.errors import ClusterError
-
-_USER = "tubemqpython"
+from tubemq.errors import TubeMQError
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -20,53 +23,30 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-class AdminClient:
+class AdminClient(PublicAdminClient):
+    """The public client with the cluster's token, plus raw ``query``/``modify``.
+    Without ``follow_redirects`` a redirect (a standby master's answer) raises."""
+
     def __init__(
         self, web_address: str, timeout_s: float = 10.0, follow_redirects: bool = True
     ) -> None:
-        self.base = f"http://{web_address}/webapi.htm"
-        self.timeout_s = timeout_s
-        self._opener = (
-            urllib.request.build_opener()
-            if follow_redirects
-            else urllib.request.build_opener(_NoRedirects())
-        )
+        super().__init__(web=web_address, token=ADMIN_TOKEN, timeout=timeout_s)
+        if not follow_redirects:
+            self._opener = urllib.request.build_opener(_NoRedirects())
 
     def query(self, method: str, **params: Any) -> dict[str, Any]:
-        """Calls a read-only method; returns the decoded answer, whatever its ``result``.
-        Without ``follow_redirects`` a redirect (a standby master's answer) raises."""
-        query = urllib.parse.urlencode({"method": method, **params})
+        """Calls a read-only method; returns the decoded answer, whatever its ``result``."""
         try:
-            with self._opener.open(f"{self.base}?{query}", timeout=self.timeout_s) as reply:
-                body = reply.read().decode("utf-8", "replace")
-        except (urllib.error.URLError, OSError) as error:
+            return self._get(self.web_address, method, params)
+        except TubeMQError as error:
             raise ClusterError(f"admin call {method} failed: {error}") from error
-        try:
-            answer = json.loads(body)
-        except ValueError as error:
-            raise ClusterError(f"admin call {method} answered non-JSON: {body[:300]!r}") from error
-        if not isinstance(answer, dict):
-            raise ClusterError(
-                f"admin call {method} answered {type(answer).__name__}: {body[:300]!r}"
-            )
-        return answer
 
     def modify(self, method: str, **params: Any) -> dict[str, Any]:
         """Calls a modifying method; raises unless the call and every item in it succeeded."""
-        answer = self.query(
-            method, confModAuthToken=ADMIN_TOKEN, createUser=_USER, modifyUser=_USER, **params
-        )
-        failures = [
-            item
-            for item in answer.get("data") or []
-            if isinstance(item, dict) and item.get("success") is False
-        ]
-        if not answer.get("result") or failures:
-            raise ClusterError(
-                f"admin call {method}({params}) was refused: "
-                f"{answer.get('errMsg')} {failures or ''}".strip()
-            )
-        return answer
+        try:
+            return self._modify(method, **params)
+        except TubeMQError as error:
+            raise ClusterError(f"admin call {method}({params}) was refused: {error}") from error
 
     # -- consumer-group flow control (behaviour.md §6) -------------------------------------
     def set_group_flow_control(

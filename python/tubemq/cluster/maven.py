@@ -113,16 +113,57 @@ def cache_dir() -> Path:
 
 def server_classpath() -> list[Path]:
     """The jars that run the TubeMQ master and broker, resolving them on first use."""
-    root = cache_dir()
+    return _resolve(
+        cache_dir(),
+        _pom(),
+        ["dependency:copy", f"-Dartifact=org.apache.inlong:tubemq-server:{SERVER_VERSION}"],
+        "tubemq-server-",
+    )
+
+
+INLONG_COMMON_VERSION = "1.5.0"  # the newest inlong-common on Maven Central (inlongmsg.md §10)
+
+
+def _inlong_common_pom() -> str:
+    dependency = (
+        "    <dependency><groupId>org.apache.inlong</groupId>"
+        f"<artifactId>inlong-common</artifactId><version>{INLONG_COMMON_VERSION}</version>"
+        "</dependency>\n"
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>local.tubemq-python</groupId>\n"
+        f"  <artifactId>inlong-common-runtime</artifactId><version>{INLONG_COMMON_VERSION}"
+        "</version>\n  <packaging>pom</packaging>\n"
+        f"  <dependencies>\n{dependency}  </dependencies>\n"
+        "</project>\n"
+    )
+
+
+def inlong_common_classpath() -> list[Path]:
+    """InLong's ``inlong-common`` and what it needs: its ``InLongMsg`` class is the
+    reference encoder and decoder of InLongMsg packs in the tests."""
+    return _resolve(
+        cache_dir().parent / f"inlong-common-{INLONG_COMMON_VERSION}",
+        _inlong_common_pom(),
+        [],
+        "inlong-common-",
+    )
+
+
+def _resolve(root: Path, pom: str, goals: list[str], expected: str) -> list[Path]:
+    """Copies the jars ``pom`` depends on (plus ``goals``) into ``root/lib`` once; later
+    calls with the same POM return them without running Maven."""
     lib = root / "lib"
     done = root / "resolved.ok"
-    pom = _pom()
     if done.exists() and done.read_text() == pom and lib.is_dir():
         return sorted(lib.glob("*.jar"))
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ClusterError(
-            "Maven ('mvn') is not on PATH; it resolves the TubeMQ server jars "
+            "Maven ('mvn') is not on PATH; it resolves the jars of the TubeMQ server "
+            "and of the tests' Java peers "
             "(Debian: apt-get install maven)"
         )
     root.mkdir(parents=True, exist_ok=True)
@@ -137,9 +178,9 @@ def server_classpath() -> list[Path]:
         "-f",
         str(root / "pom.xml"),
         "dependency:copy-dependencies",
-        "dependency:copy",
+        *goals[:1],
         f"-DoutputDirectory={lib}",
-        f"-Dartifact=org.apache.inlong:tubemq-server:{SERVER_VERSION}",
+        *goals[1:],
     ]
     repo = local_repository()
     if repo is not None:
@@ -148,10 +189,10 @@ def server_classpath() -> list[Path]:
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
         raise ClusterError(
-            f"resolving the TubeMQ server jars failed ({' '.join(command)}):\n{tail}"
+            f"resolving the jars of {root.name} failed ({' '.join(command)}):\n{tail}"
         )
     jars = sorted(lib.glob("*.jar"))
-    if not any(jar.name.startswith("tubemq-server-") for jar in jars):
-        raise ClusterError(f"Maven finished but {lib} holds no tubemq-server jar")
+    if not any(jar.name.startswith(expected) for jar in jars):
+        raise ClusterError(f"Maven finished but {lib} holds no {expected}* jar")
     done.write_text(pom)
     return jars

@@ -9,6 +9,9 @@ value      binary or string (required)      the message body; strings are sent a
 topic      string                           the topic; null or absent: the ``topic`` option
 key        string                           partition key: rows with one key go to one
                                             partition (the producer hashes it)
+partition  string or int                    the partition to send the row to: its key
+                                            ``brokerId:topic:partitionId`` or its id; null:
+                                            routed as usual. Not with a non-null ``key``
 attrs      map<string,string>               message attributes
 msg_type   string                           the msgType consumers can filter on
 msg_time   timestamp or string              the message time (``yyyyMMddHHmm`` if string)
@@ -32,6 +35,8 @@ from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, Wri
 from pyspark.sql.types import (
     BinaryType,
     DataType,
+    IntegerType,
+    LongType,
     MapType,
     Row,
     StringType,
@@ -51,6 +56,7 @@ _COLUMNS: dict[str, tuple[tuple[DataType, ...], str]] = {
     "value": ((BinaryType(), StringType()), "binary or string"),
     "topic": ((StringType(),), "string"),
     "key": ((StringType(),), "string"),
+    "partition": ((StringType(), IntegerType(), LongType()), "string or int"),
     "attrs": ((_STRING_MAP, MapType(StringType(), StringType(), False)), "map<string,string>"),
     "msg_type": ((StringType(),), "string"),
     "msg_time": ((TimestampType(), TimestampNTZType(), StringType()), "timestamp or string"),
@@ -122,6 +128,7 @@ def write_rows(
     value_at = index["value"]
     topic_at = index.get("topic")
     key_at = index.get("key")
+    partition_at = index.get("partition")
     attrs_at = index.get("attrs")
     type_at = index.get("msg_type")
     time_at = index.get("msg_time")
@@ -154,6 +161,7 @@ def write_rows(
                 msg_type=row[type_at] if type_at is not None else None,
                 msg_time=msg_time,
                 callback=failures,
+                partition=row[partition_at] if partition_at is not None else None,
             )
             count += 1
             if failures.first is not None:

@@ -1,0 +1,236 @@
+"""``tubemq.inlong``: InLongMsg packs, the envelope InLong's DataProxy stores in one TubeMQ
+message, holding many records with attributes (versions 1-4; version 0 is read too).
+
+``decode(message_or_bytes)`` returns the records of a pack in pack order. Each record's
+``body`` is a read-only ``memoryview`` into the message (or into the pack's decompressed
+group, when the pack was compressed): nothing is copied. Its ``attrs`` are the pack's
+attributes merged with the record's own as InLong's Java class does (v3: the record's own
+win; v4: the pack's win, with ``dt``, ``cnt`` and numeric ``groupId``/``streamId`` from the
+header). A payload that is not a valid pack raises :class:`InLongMsgError` naming what is
+wrong and where; the native decoder checks every length before it uses it.
+
+``encode(records, attrs=...)`` builds a pack that InLong's own ``InLongMsg`` class reads.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from tubemq import _core
+from tubemq._config import check_bytes_like
+from tubemq.errors import ArgumentTypeError, ConfigError, TubeMQError
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED",
+    "InLongMsgError",
+    "Pack",
+    "Record",
+    "decode",
+    "decode_pack",
+    "encode",
+    "is_inlong_msg",
+]
+
+DEFAULT_MAX_DECOMPRESSED = 64 << 20  # per compressed block
+INLONG_ERROR_CODE = 1020  # a client code of its own: a payload, not an argument, is bad
+
+BytesLike = Union[bytes, bytearray, memoryview]
+Attrs = Union[Mapping[str, str], str, None]
+
+
+class InLongMsgError(TubeMQError, ValueError):
+    """A payload that is not a valid InLongMsg pack. ``kind`` says what is wrong
+    (``not_inlongmsg``, ``unsupported_version``, ``truncated``, ``length_out_of_range``,
+    ``malformed``, ``unsupported_encoding``, ``decompression``, ``attribute_format``,
+    ``attribute_encoding``) and ``offset`` where, in bytes from the pack's start."""
+
+    def __init__(self, kind: str, offset: int, message: str) -> None:
+        super().__init__(INLONG_ERROR_CODE, f"{kind} at offset {offset}: {message}")
+        self.kind = kind
+        self.offset = offset
+
+    @property
+    def retriable(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a pack."""
+
+    body: memoryview
+    attrs: dict[str, str]
+    raw_attr: str | None  # v0-v3: the attribute string the record came with
+    create_time_ms: int | None  # the pack's (v4: its data time), None for v0
+
+    @property
+    def create_time(self) -> datetime.datetime | None:
+        if self.create_time_ms is None:
+            return None
+        return datetime.datetime.fromtimestamp(self.create_time_ms / 1000, datetime.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Pack:
+    """A decoded pack: its header fields and records (``v4`` holds the v4 header)."""
+
+    version: int
+    create_time_ms: int | None
+    msg_count: int | None
+    records: list[Record]
+    v4: dict[str, Any] | None = field(default=None)
+
+
+def _view(data: object) -> memoryview:
+    """The bytes of a message or any contiguous buffer, as a flat read-only view."""
+    if isinstance(data, str):
+        raise ArgumentTypeError("data must be bytes-like or a message, not str", key="data")
+    try:
+        view = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        raise ArgumentTypeError(
+            f"data must be bytes-like or a message, got {type(data).__name__}", key="data"
+        ) from None
+    check_bytes_like(view, "data")
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    return view.toreadonly()
+
+
+def is_inlong_msg(data: object) -> bool:
+    """Whether ``data`` has InLongMsg's frame (``0F vv`` at both ends); cheap, and not a
+    proof: :func:`decode` still checks the whole pack."""
+    return bool(_core.inlong_is_pack(_view(data)))
+
+
+def decode_pack(data: object, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Pack:
+    """Decodes a pack: version, create time, counters and records."""
+    if isinstance(max_decompressed, bool) or not isinstance(max_decompressed, int):
+        raise ArgumentTypeError("max_decompressed must be an int", key="max_decompressed")
+    if max_decompressed < 0:
+        raise ConfigError("max_decompressed must be at least 0", key="max_decompressed")
+    view = _view(data)
+    ok, payload = _core.inlong_decode(view, max_decompressed)
+    if not ok:
+        kind, offset, message = payload
+        raise InLongMsgError(kind, offset, message)
+    version, create_time_ms, msg_count, blocks, rows, v4 = payload
+    sources = [view, *(memoryview(block) for block in blocks)]
+    records = [
+        Record(
+            body=sources[block][offset : offset + length],
+            attrs=attrs,
+            raw_attr=raw_attr,
+            create_time_ms=create_time_ms,
+        )
+        for block, offset, length, attrs, raw_attr in rows
+    ]
+    return Pack(version, create_time_ms, msg_count, records, v4)
+
+
+def decode(data: object, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
+    """The records of the pack in ``data`` (a message or bytes), in pack order."""
+    return decode_pack(data, max_decompressed=max_decompressed).records
+
+
+def _attr_text(attrs: Attrs, name: str) -> str:
+    """An attribute string from a mapping (or a ready string): ``k=v`` joined by ``&``."""
+    if attrs is None:
+        return ""
+    if isinstance(attrs, str):
+        return attrs
+    if not isinstance(attrs, Mapping):
+        raise ArgumentTypeError(
+            f"{name} must be a mapping of str to str, a str or None, got {type(attrs).__name__}",
+            key=name,
+        )
+    items = []
+    for key, value in attrs.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ArgumentTypeError(f"{name} keys and values must be str", key=name)
+        if not key or "&" in key or "=" in key or "&" in value:
+            raise ConfigError(
+                f"{name}: key {key!r:.40} or its value cannot be written ('&' separates "
+                "items, '=' ends a key; keys are not empty)",
+                key=name,
+            )
+        items.append(f"{key}={value}")
+    return "&".join(items)
+
+
+def encode(
+    records: Iterable[BytesLike | tuple[BytesLike, Attrs]],
+    *,
+    attrs: Attrs = None,
+    version: int = 1,
+    compress: bool = False,
+    create_time_ms: int | None = None,
+    group_id_num: int = 0,
+    stream_id_num: int = 0,
+    unique_id: int = 0,
+) -> bytes:
+    """Builds a pack of ``records``: bodies, or ``(body, attrs)`` pairs.
+
+    * v1/v2: a record's attribute string is ``attrs`` (the pack's) followed by its own
+      (so its own win on a clash); one group per distinct string, as InLong's Java class
+      builds them.
+    * v3: ``attrs`` is the group's attribute string and every record needs its own.
+    * v4: ``attrs`` are the common attributes; records may have their own (then all do).
+      Group and stream ids travel in the attributes unless ``group_id_num`` or
+      ``stream_id_num`` is given (then they are the numeric ids).
+
+    ``compress`` compresses each group (v4: the body) with Snappy. ``create_time_ms``
+    defaults to now (v4 keeps whole seconds).
+    """
+    if isinstance(version, bool) or version not in (1, 2, 3, 4):
+        raise ConfigError(f"version must be 1, 2, 3 or 4, got {version!r}", key="version")
+    if not isinstance(compress, bool):
+        raise ArgumentTypeError("compress must be a bool", key="compress")
+    if create_time_ms is None:
+        create_time_ms = int(datetime.datetime.now(datetime.timezone.utc).timestamp() * 1000)
+    for value, name, high in (
+        (create_time_ms, "create_time_ms", 2**63 - 1),
+        (group_id_num, "group_id_num", 0xFFFF),
+        (stream_id_num, "stream_id_num", 0xFFFF),
+        (unique_id, "unique_id", 0xFFFFFFFF),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ArgumentTypeError(f"{name} must be an int", key=name)
+        if not 0 <= value <= high:
+            raise ConfigError(f"{name} must be within 0..{high}, got {value}", key=name)
+    pack_attr = _attr_text(attrs, "attrs")
+    pairs: list[tuple[BytesLike, str]] = []
+    if isinstance(records, (bytes, bytearray, memoryview, str)):
+        raise ArgumentTypeError("records must be an iterable of records", key="records")
+    for record in records:
+        if isinstance(record, tuple):
+            if len(record) != 2:
+                raise ConfigError("a record is a body or a (body, attrs) pair", key="records")
+            body, own = record
+            own_text = _attr_text(own, "records")
+        else:
+            body, own_text = record, ""
+        check_bytes_like(body, "records")
+        if version in (1, 2):  # the pack's attributes, then the record's (which win)
+            own_text = "&".join(text for text in (pack_attr, own_text) if text)
+        pairs.append((body, own_text))
+    numeric = group_id_num or stream_id_num
+    try:
+        return bytes(
+            _core.inlong_encode(
+                pairs,
+                version,
+                compress,
+                create_time_ms,
+                pack_attr,
+                group_id_num,
+                stream_id_num,
+                0 if numeric else 0x0004,
+                unique_id,
+            )
+        )
+    except ValueError as error:
+        raise ConfigError(f"records: {error}", key="records") from None
