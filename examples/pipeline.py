@@ -13,7 +13,14 @@
    the per-window figures, the wall time, and how fast the source delivered rows to Spark
    next to the raw Python consumer reading the same messages in the same run.
 
-    python examples/pipeline.py [--events N] [--workdir DIR] [--output DIR] [--keep]
+    python examples/pipeline.py [--master URL] [--events N] [--workdir DIR] [--output DIR]
+        [--keep]
+
+Spark runs in ``local[2]`` unless ``--master`` names a cluster (``spark://host:7077``,
+``yarn``, ...). Under ``spark-submit`` the master is spark-submit's own ``--master``; the
+script's options follow the script's path (docs/spark.md has the whole command). On a
+cluster, ``--output`` (Parquet and checkpoint) must be storage every node sees, and every
+node needs tubemq installed for the Python that ``spark.pyspark.python`` names.
 """
 
 from __future__ import annotations
@@ -104,17 +111,26 @@ class PageViewProducer(threading.Thread):
         self.elapsed = time.monotonic() - began
 
 
-def start_spark() -> SparkSession:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+def under_spark_submit() -> bool:
+    # spark-submit starts the Python driver with the address of the JVM it launched.
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def start_spark(master: str | None) -> SparkSession:
+    # Executors run what spark.pyspark.python / PYSPARK_PYTHON name (a spark-submit
+    # setting wins); by default the interpreter running this script, which has tubemq.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     warnings.simplefilter("ignore", FutureWarning)  # PySpark about the installed pandas
     from pyspark.sql import SparkSession
 
     import tubemq.spark
 
+    builder = SparkSession.builder
+    if master is not None:
+        builder = builder.master(master)
     spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("tubemq-pipeline")
+        builder.appName("tubemq-pipeline")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -174,7 +190,7 @@ class Progress:
 class WindowSink:
     """``foreachBatch``: each finished window to the windows topic and to Parquet."""
 
-    def __init__(self, master: str, parquet: Path, run_id: str) -> None:
+    def __init__(self, master: str, parquet: str, run_id: str) -> None:
         self.master, self.parquet, self.run_id = master, parquet, run_id
         self.windows: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -195,7 +211,7 @@ class WindowSink:
             out.write.format("tubemq").option("master", self.master).option(
                 "topic", WINDOWS_TOPIC
             ).mode("append").save()
-            frame.write.mode("append").parquet(str(self.parquet))
+            frame.write.mode("append").parquet(self.parquet)
             with self.lock:
                 self.windows.extend(row.asDict() for row in rows)
         finally:
@@ -254,12 +270,16 @@ def raw_consumer_rate(master: str, starts: dict[str, int], expected: int) -> tup
         return count, time.monotonic() - began
 
 
-def run(master: str, events: int, rate: int, output: Path) -> int:
+def run(
+    master: str, events: int, rate: int, output: str, spark_master: str | None = "local[2]"
+) -> int:
     began = time.monotonic()
     run_id = uuid.uuid4().hex[:8]
-    spark = start_spark()
-    print(f"spark {spark.version} up in {time.monotonic() - began:.1f} s (local[2])")
-    sink = WindowSink(master, output / "windows.parquet", run_id)
+    spark = start_spark(spark_master)
+    where = spark.sparkContext.master
+    print(f"spark {spark.version} up in {time.monotonic() - began:.1f} s ({where})")
+    parquet = f"{output.rstrip('/')}/windows.parquet"
+    sink = WindowSink(master, parquet, run_id)
     producer: PageViewProducer | None = None
     progress = Progress(lambda: producer.sent if producer else 0)
     progress.windows_out = lambda: len(sink.windows)
@@ -276,7 +296,7 @@ def run(master: str, events: int, rate: int, output: Path) -> int:
         windowed(source)
         .writeStream.outputMode("append")
         .foreachBatch(sink)
-        .option("checkpointLocation", str(output / "checkpoint"))
+        .option("checkpointLocation", f"{output.rstrip('/')}/checkpoint")
         .trigger(processingTime="2 seconds")
         .start()
     )
@@ -325,7 +345,7 @@ def run(master: str, events: int, rate: int, output: Path) -> int:
         .where(F.col("value").cast("string").contains(run_id))
         .count()
     )
-    in_parquet = spark.read.parquet(str(output / "windows.parquet")).count()
+    in_parquet = spark.read.parquet(parquet).count()
 
     # The source alone: a batch scan of the same range into Spark's no-op sink.
     scan_began = time.monotonic()
@@ -349,7 +369,7 @@ def run(master: str, events: int, rate: int, output: Path) -> int:
     print(f"  rows in     {rows_in} ({producer.sent} produced: {events} page views + end marker)")
     print(
         f"  rows out    {len(windows)} windows -> {WINDOWS_TOPIC} (read back: {back}), "
-        f"Parquet: {in_parquet} rows in {output / 'windows.parquet'}"
+        f"Parquet: {in_parquet} rows in {parquet}"
     )
     print("  window (UTC)        views  users  mean ms  p95 ms  errors")
     for w in windows:
@@ -383,15 +403,23 @@ def run(master: str, events: int, rate: int, output: Path) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--master",
+        help="Spark master URL (default local[2]; under spark-submit, spark-submit's --master)",
+    )
     parser.add_argument("--events", type=int, default=60_000, help="page views to produce")
     parser.add_argument("--rate", type=int, default=15_000, help="page views per second")
     parser.add_argument("--workdir", type=Path, help="cluster working directory (default: temp)")
-    parser.add_argument("--output", type=Path, help="Parquet and checkpoint (default: temp)")
+    parser.add_argument(
+        "--output",
+        help="directory or URI for Parquet and checkpoint, seen by every node (default: temp)",
+    )
     parser.add_argument("--keep", action="store_true", help="leave cluster and output in place")
     args = parser.parse_args()
 
     began = time.monotonic()
-    output = args.output or Path(tempfile.mkdtemp(prefix="tubemq-pipeline-out-"))
+    output = args.output or tempfile.mkdtemp(prefix="tubemq-pipeline-out-")
+    spark_master = args.master or (None if under_spark_submit() else "local[2]")
     cluster = None
     master = os.environ.get("TUBEMQ_MASTER")
     try:
@@ -406,7 +434,7 @@ def main() -> int:
             cluster.up(topics=[EVENTS_TOPIC, WINDOWS_TOPIC], partitions=4)
             master = cluster.master_address
             print(f"cluster up in {time.monotonic() - began:.1f} s: master={master}")
-        status = run(master, args.events, args.rate, output)
+        status = run(master, args.events, args.rate, output, spark_master)
     finally:
         if cluster is not None and not args.keep:
             cluster.down()

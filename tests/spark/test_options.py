@@ -199,3 +199,13 @@ def test_the_planner_passes_other_server_errors_on_at_once():
 
     with pytest.raises(ServerError, match="something else"):
         _query(Refusing(0), source_options({"master": "m:1", "topic": "a"}, streaming=True))
+
+
+def test_the_streaming_source_refuses_pyspark_before_4_2():
+    from tubemq.spark._versions import require_streaming_source
+
+    for older in ("4.0.5", "4.1.4", "3.5.9"):
+        with pytest.raises(RuntimeError, match=f"needs PySpark 4.2 or newer.*PySpark {older}"):
+            require_streaming_source(older)
+    for newer in ("4.2.0", "4.3.0", "4.10.1", "5.0.0.dev0"):
+        require_streaming_source(newer)

@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import InputPartition
+try:
+    from pyspark.sql.datasource import InputPartition
+except ImportError:
+    # PySpark 3.5 has no data source API: no ReadRange is ever handed to Spark there,
+    # but the barrier helper still resolves offsets with this module.
+    InputPartition = object  # type: ignore[misc,assignment]
 
 import tubemq
 from tubemq.errors import ConfigError, PartitionOccupiedError, ServerError, TubeMQError

@@ -6,17 +6,21 @@ object it returns is pickled to Python workers, so none of them holds a client.
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import (
+from tubemq.spark._versions import require_data_source_api
+
+require_data_source_api()
+
+from pyspark.sql.datasource import (  # noqa: E402 - after the version check
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructType  # noqa: E402
 
-from tubemq.spark._arrow import SCHEMA_DDL
-from tubemq.spark._options import sink_options, source_options
+from tubemq.spark._arrow import SCHEMA_DDL  # noqa: E402
+from tubemq.spark._options import sink_options, source_options  # noqa: E402
 
 
 class TubeMQDataSource(DataSource):
@@ -35,7 +39,10 @@ class TubeMQDataSource(DataSource):
         return TubeMQBatchReader(source_options(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from tubemq.spark._versions import require_streaming_source
         from tubemq.spark.stream_source import TubeMQStreamReader
+
+        require_streaming_source()
 
         return TubeMQStreamReader(source_options(self.options, streaming=True))
 
