@@ -116,18 +116,20 @@ def test_a_member_joining_an_allocated_session_says_its_offsets_were_not_applied
     late = None
     try:
         decided([first, second])
-        assert first.bound_offsets_applied is True
-        assert second.bound_offsets_applied is True
+        # Usually both True; a member whose CONNECT comes after the other's ack may
+        # already be too late (behaviour.md §3.10), and then says so too.
+        assert True in (first.bound_offsets_applied, second.bound_offsets_applied)
         second.close()
         with caplog.at_level("WARNING", logger="tubemq"):
             late = member()
             decided([first, late])
             assert late.bound_offsets_applied is False
             deadline = time.monotonic() + 5  # the native log reaches Python on its thread
-            while "bound_offsets not applied" not in caplog.text:
+            said = f"consumer {late.client_id}: bound_offsets not applied"
+            while said not in caplog.text:
                 assert time.monotonic() < deadline, caplog.text
                 time.sleep(0.1)
-        assert caplog.text.count("bound_offsets not applied") == 1
+        assert caplog.text.count(said) == 1  # once, not at every rebalance
     finally:
         for consumer in (first, second, late):
             if consumer is not None:
