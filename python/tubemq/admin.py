@@ -19,9 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -215,7 +213,11 @@ class AdminClient:
         self._web = f"{host}:{port}"
         self._token = token
         self._user = user
-        self._opener = urllib.request.build_opener()
+        # urllib.request loads ssl (and the system's libcrypto) with it: imported here,
+        # not with the module, so that `import tubemq` stays light.
+        from urllib.request import build_opener
+
+        self._opener = build_opener()
 
     @property
     def web_address(self) -> str:
@@ -226,6 +228,8 @@ class AdminClient:
 
     # -- transport ------------------------------------------------------------------------
     def _get(self, address: str, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        from urllib.error import HTTPError, URLError
+
         query = urllib.parse.urlencode({"method": method, **params})
         url = f"http://{address}/webapi.htm?{query}"
         shown = {k: ("***" if k in _SECRET_PARAMS else v) for k, v in params.items()}
@@ -233,7 +237,7 @@ class AdminClient:
         try:
             with self._opener.open(url, timeout=self._timeout) as reply:
                 body = reply.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as error:
+        except HTTPError as error:
             raise AdminError(
                 error.code, f"{method} on {address}: HTTP {error.code} {error.reason}"
             ) from None
@@ -241,7 +245,7 @@ class AdminClient:
             raise TimeoutError(
                 1000, f"{method} on {address}: no answer within {self._timeout} s"
             ) from error
-        except urllib.error.URLError as error:
+        except URLError as error:
             if isinstance(error.reason, (socket.timeout, TimeoutError)):
                 raise TimeoutError(
                     1000, f"{method} on {address}: no answer within {self._timeout} s"
