@@ -226,11 +226,11 @@ class _Task:
         )
         consumer = tubemq.Consumer(materialize(config))
         try:
-            yield from self._consume(consumer)
+            yield from self._consume(consumer, bound=bool(share))
         finally:
             consumer.close()
 
-    def _consume(self, consumer: tubemq.Consumer) -> Iterator[pa.RecordBatch]:
+    def _consume(self, consumer: tubemq.Consumer, bound: bool) -> Iterator[pa.RecordBatch]:
         gathered: list[pa.RecordBatch] = []
         rows = 0
         started = time.monotonic()
@@ -265,6 +265,15 @@ class _Task:
                     rows += len(batch)
             elif idle_since is None and consumer.assignment():
                 idle_since = time.monotonic()
+            if bound and consumer.bound_offsets_applied is False:
+                # The master allocated the session before this member's first assignment
+                # (behaviour.md 3.10): its partitions would start at consume_from, not
+                # at the planned offsets. Failing the task makes Spark run the stage
+                # again (or abort it, visibly) instead of writing rows it did not plan.
+                raise RuntimeError(
+                    "this barrier task's bound offsets were not applied (the session was "
+                    "allocated before its first assignment); the stage must run again"
+                )
             due = oldest is not None and time.monotonic() - oldest >= self.linger_s
             if rows and (rows >= self.batch_rows or batch is None or due):
                 yield concat(gathered)
