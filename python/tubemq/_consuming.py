@@ -211,16 +211,15 @@ class ConsumerBase:
         from ``poll_batch()`` is confirmed whole. Without an argument, every message
         handed out so far is committed. Committing a message whose batch was confirmed
         already does nothing; one whose batch was rolled back raises CommitError."""
-        if message is not None:
-            self._commit_target(message, "commit")  # the argument first, then the state
-        native = self._live()
         if message is None:
+            native = self._live()
             for context, entry in list(self._outstanding.items()):
                 entry.committed = max(entry.committed, self._handed_out(entry))
                 if entry.committed == entry.size:
                     self._confirm(native, context, consumed=True)
             return
-        context, upto = self._commit_target(message, "commit")
+        context, upto = self._commit_target(message, "commit")  # the argument, then the state
+        native = self._live()
         target = self._outstanding.get(context)
         if target is None:
             self._confirm_unknown(native, context, consumed=True)
