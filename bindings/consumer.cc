@@ -441,6 +441,8 @@ void RegisterConsumer(py::module_& module) {
              out["commits"] = c.commits;
              out["commit_failures"] = c.commit_failures;
              out["reconnects"] = c.reconnects;
+             out["master_switches"] = c.master_switches;
+             out["master_standby_answers"] = c.master_standby_answers;
              return out;
            })
       .def("held_partitions",

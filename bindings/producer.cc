@@ -310,6 +310,8 @@ void RegisterProducer(py::module_& module) {
         out["retries"] = counters.retries;
         out["brokers_shielded"] = counters.brokers_shielded;
         out["reconnects"] = counters.reconnects;
+        out["master_switches"] = counters.master_switches;
+        out["master_standby_answers"] = counters.master_standby_answers;
         return out;
       });
 }

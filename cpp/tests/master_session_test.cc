@@ -80,6 +80,23 @@ TEST(MasterSession, StandbyAndDeadMastersAreSkippedAndTheActiveOneRemembered) {
   const int standby_connections = standby.accepted();
   EXPECT_TRUE(CallOnce(*session).status.ok());
   EXPECT_EQ(standby.accepted(), standby_connections);
+  // The first answer is no switch: there was no master before it.
+  EXPECT_EQ(session->switches(), 0u);
+  EXPECT_EQ(session->standby_answers(), 1u);
+}
+
+TEST(MasterSession, ASwitchToAnotherActiveMasterIsCounted) {
+  ServiceLease lease;
+  auto first = std::make_unique<ScriptedServer>(ActiveMaster);
+  ScriptedServer second(ActiveMaster);
+  auto session = std::make_shared<MasterSession>(
+      lease.engine_ptr(), std::vector<net::Endpoint>{Local(first->port()), Local(second.port())});
+  EXPECT_EQ(CallOnce(*session).index, 0u);
+  first.reset();  // the active master dies; the next call lands on the other one
+  const Outcome after = CallOnce(*session);
+  EXPECT_TRUE(after.status.ok()) << after.status.ToString();
+  EXPECT_EQ(after.index, 1u);
+  EXPECT_EQ(session->switches(), 1u);
 }
 
 TEST(MasterSession, ARefusalIsFinalAndDoesNotSwitchMasters) {
@@ -103,6 +120,10 @@ TEST(MasterSession, AllMastersFailingNamesEachOfThem) {
       lease.engine_ptr(), std::vector<net::Endpoint>{Local(standby.port()), Local(stopping.port())});
   const Outcome outcome = CallOnce(*session);
   EXPECT_FALSE(outcome.status.ok());
+  // A group electing its active master answers like this for a few seconds: retriable,
+  // although a StandbyException on its own is not.
+  EXPECT_TRUE(IsRetriable(outcome.status.code_value())) << outcome.status.ToString();
+  EXPECT_EQ(session->standby_answers(), 1u);
   EXPECT_NE(outcome.status.message().find("no active master among 2"), std::string::npos);
   EXPECT_NE(outcome.status.message().find(std::to_string(standby.port())), std::string::npos);
   EXPECT_NE(outcome.status.message().find(std::to_string(stopping.port())), std::string::npos);

@@ -257,7 +257,9 @@ class ConsumerBase:
         ``heartbeats_failed``, ``rebalance_events``, ``fetches``, ``fetch_errors``,
         ``batches``, ``received`` (messages), ``bytes``, ``committed`` (batches the broker
         acknowledged), ``commit_failures``, ``reconnects`` (connections to the master or a
-        broker opened again after the previous one was lost) — and now: ``assigned``
+        broker opened again after the previous one was lost), ``master_switches`` (calls
+        answered by another master of the group than the call before: failovers seen),
+        ``master_standby_answers`` ("not the active master" answers met) — and now: ``assigned``
         partition count, ``in_flight`` (messages fetched, not yet handed out) and ``lag``
         per partition."""
         native = self._live()

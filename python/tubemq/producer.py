@@ -200,6 +200,12 @@ class Producer:
     def publish(self, topics: str | Iterable[str], timeout: float | None = None) -> None:
         """Declares topics to publish to; returns once the master lists them usable.
 
+        A topic the master lists without writable partitions is asked for again, in
+        ``register_attempts`` rounds ``register_retry_wait_ms`` apart (about 4 s with the
+        defaults), before publish raises :class:`InvalidMessageError` (443): a master that
+        has just taken over from a failed one learns partitions from the brokers' next
+        reports, and a topic being deployed appears the same way.
+
         ``timeout`` in seconds, more than 0; None (the default) waits for the master's
         answer, which the RPC deadline (``rpc_timeout_ms``) bounds. A publish that times
         out raises :class:`TimeoutError`; the topics stay declared, and publishing them
@@ -349,7 +355,10 @@ class Producer:
         """Counts since the producer was made: ``sent`` (sends handed to the producer),
         ``acked`` (stored by a broker), ``failed``, ``retries``, ``registrations``,
         ``heartbeats_ok``, ``heartbeats_failed``, ``reconnects`` (connections to the master
-        or a broker opened again after the previous one was lost); and ``in_flight`` now."""
+        or a broker opened again after the previous one was lost), ``master_switches``
+        (calls answered by another master of the group than the call before: failovers
+        seen) and ``master_standby_answers`` ("not the active master" answers met on the
+        way); and ``in_flight`` now."""
         counters = self.counters()
         in_flight = self._deliveries.pending()
         return {
@@ -362,6 +371,8 @@ class Producer:
             "heartbeats_ok": counters["heartbeats_ok"],
             "heartbeats_failed": counters["heartbeats_failed"],
             "reconnects": counters["reconnects"],
+            "master_switches": counters["master_switches"],
+            "master_standby_answers": counters["master_standby_answers"],
         }
 
     def __enter__(self) -> Producer:

@@ -34,6 +34,7 @@ def test_producer_metrics_count_sends_and_stats_cb_reports_them(master, topics):
     assert metrics["sent"] == metrics["acked"] == 50
     assert metrics["failed"] == 0 and metrics["in_flight"] == 0
     assert metrics["reconnects"] == 0  # nothing was lost on a healthy cluster
+    assert metrics["master_switches"] == metrics["master_standby_answers"] == 0  # one master
     assert metrics["registrations"] >= 1
     assert len(reports) >= 2 and reports[-1]["acked"] == 50
     assert threads == {"tubemq-stats"}
@@ -73,5 +74,6 @@ def test_consumer_metrics_count_what_was_received_and_committed(master, topics):
         assert metrics["fetches"] >= metrics["batches"]
         assert metrics["registrations"] == 1 and metrics["rebalance_events"] >= 1
         assert metrics["reconnects"] == 0
+        assert metrics["master_switches"] == metrics["master_standby_answers"] == 0
         assert sorted(metrics["lag"]) == consumer.assignment() and metrics["assigned"] == 4
     assert reports and "received" in reports[-1]

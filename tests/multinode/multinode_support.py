@@ -16,10 +16,12 @@ TOPICS = [
     "topo_spread",
     "topo_group",
     "topo_offline",
-    "topo_broker_kill",
+    "topo_balance",
+    "topo_soak",
     "topo_failover",
     "topo_spark_read",
     "topo_spark_sink",
+    "topo_spark_stream",
 ]
 TUBEMQ_COMMAND = str(Path(sys.executable).with_name("tubemq"))
 

@@ -5,9 +5,14 @@ batch read covers the partitions of every broker, and the sink's rows land on al
 from __future__ import annotations
 
 import collections
+import json
 import os
+import signal
+import subprocess
 import sys
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 from multinode_support import BROKERS, PARTITIONS, broker_id
@@ -97,3 +102,81 @@ def test_the_sink_spreads_rows_over_every_broker(spark, topology):
     )
     per_broker = collections.Counter(broker_id(row.partition) for row in back)
     assert set(per_broker) == {1, 2, 3}, per_broker
+
+
+def test_a_streaming_query_killed_and_restarted_writes_every_broker_exactly_once(
+    spark, topology, tmp_path
+):
+    from tubemq.spark._offsets import query_ranges
+    from tubemq.spark._options import source_options
+
+    topic, mark = "topo_spark_stream", f"stream-{uuid.uuid4().hex[:8]}"
+    options = source_options({"master": topology.master_list, "topic": topic}, streaming=False)
+    start = {key: span.high for key, span in query_ranges(options).items()}
+    assert len(start) == BROKERS * PARTITIONS
+    values = [f"{mark}-{i}".encode() for i in range(3000)]
+    with tubemq.Producer(master=topology.master_list) as producer:
+        producer.publish(topic)
+        futures = [producer.send_async(topic, value) for value in values]
+        producer.flush(timeout=60)
+    assert all(future.exception() is None for future in futures)
+
+    checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).parent.parent / "spark" / "stream_job.py"),
+            topology.master_list,
+            topic,
+            json.dumps(start),
+            str(checkpoint),
+            str(output),
+            "400",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    commits = checkpoint / "commits"
+    try:
+        deadline = time.monotonic() + 240
+        while not commits.exists() or len([p for p in commits.iterdir() if p.name.isdigit()]) < 2:
+            assert job.poll() is None, "the streaming job ended by itself"
+            assert time.monotonic() < deadline, "the streaming job made no progress"
+            time.sleep(0.2)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
+        job.wait(timeout=30)
+    done_before_kill = len([p for p in commits.iterdir() if p.name.isdigit()])
+    assert done_before_kill < 8  # 3000 messages take at least 8 batches of 400
+
+    query = (
+        spark.readStream.format("tubemq")
+        .option("master", topology.master_list)
+        .option("topic", topic)
+        .option("startingOffsets", json.dumps(start))
+        .option("maxMessagesPerTrigger", "400")
+        .load()
+        .select("value", "partition", "message_id")
+        .writeStream.format("parquet")
+        .option("path", str(output))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(300)
+    assert query.exception() is None
+    rows = [
+        row
+        for row in spark.read.parquet(str(output)).collect()
+        if bytes(row.value).startswith(mark.encode())
+    ]
+    written = [bytes(row.value) for row in rows]
+    print(
+        f"\nstreaming over {BROKERS} brokers: killed after {done_before_kill} micro-batches,"
+        f" restarted; {len(values)} sent, {len(set(written))} written,"
+        f" {len(written) - len(set(written))} twice"
+    )
+    assert len(written) == len(values)  # nothing twice
+    assert set(written) == set(values)  # nothing lost
+    assert {broker_id(row.partition) for row in rows} == {1, 2, 3}

@@ -129,6 +129,8 @@ class Consumer {
     uint64_t commits = 0;           // confirms the broker acknowledged
     uint64_t commit_failures = 0;
     uint64_t reconnects = 0;  // connections re-opened after a lost one (master, brokers)
+    uint64_t master_switches = 0;         // calls answered by another master than the call before
+    uint64_t master_standby_answers = 0;  // "not the active master" answers met
   };
   Counters counters() const;
 

@@ -93,6 +93,8 @@ class Producer {
     uint64_t retries = 0;
     uint64_t brokers_shielded = 0;  // brokers sends avoid right now (a gauge)
     uint64_t reconnects = 0;        // connections re-opened after a lost one (master, brokers)
+    uint64_t master_switches = 0;   // calls answered by another master than the call before
+    uint64_t master_standby_answers = 0;  // "not the active master" answers met
   };
   Counters counters() const;
 

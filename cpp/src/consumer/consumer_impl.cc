@@ -364,6 +364,8 @@ Consumer::Counters Consumer::Impl::counters() const {
   out.commits = read(counters_.commits);
   out.commit_failures = read(counters_.commit_failures);
   out.reconnects = master_->reconnects() + broker_connections_.reconnects();
+  out.master_switches = master_->switches();
+  out.master_standby_answers = master_->standby_answers();
   return out;
 }
 

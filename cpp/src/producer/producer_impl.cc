@@ -285,8 +285,37 @@ void Producer::Impl::Publish(std::vector<std::string> topics, Done done) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& topic : topics) published_.insert(topic);
   }
-  Heartbeat([self = shared_from_this(), topics = std::move(topics), done](const Status& status) {
-    done(status.ok() ? self->CheckPublishable(topics) : status);
+  AwaitPublishable(std::move(topics), config_.register_attempts, std::move(done));
+}
+
+// A master that has just become active knows the topics but not yet their partitions:
+// those come with the brokers' next reports to it (about a second after a failover on
+// the real server). So a topic without writable partitions is asked for again, in the
+// rounds and at the pace of registration, before publish gives up on it.
+void Producer::Impl::AwaitPublishable(std::vector<std::string> topics, int attempts_left,
+                                      Done done) {
+  Heartbeat([self = shared_from_this(), topics = std::move(topics), attempts_left,
+             done](const Status& status) mutable {
+    const Status result = status.ok() ? self->CheckPublishable(topics) : status;
+    const bool again = attempts_left > 1 && (result.code() == ErrorCode::kTopicUnpublished ||
+                                             IsRetriable(result.code_value()));
+    if (!again) {
+      done(result);
+      return;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(
+        self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms));
+    timer->async_wait([self, timer, topics = std::move(topics), attempts_left,
+                       done](const asio::error_code&) mutable {
+      {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        if (self->state_ != State::kRunning) {
+          done(Status(ErrorCode::kClientShutdown, "the producer was closed while publishing"));
+          return;
+        }
+      }
+      self->AwaitPublishable(std::move(topics), attempts_left - 1, std::move(done));
+    });
   });
 }
 
@@ -296,7 +325,8 @@ Status Producer::Impl::CheckPublishable(const std::vector<std::string>& topics) 
     if (topics_.count(topic) == 0) {
       return Status(ErrorCode::kTopicUnpublished,
                     "topic '" + topic +
-                        "' is not publishable: the master lists no writable partition for it");
+                        "' is not publishable: the master lists no writable partition for it"
+                    " (is it deployed, and accepting publish?)");
     }
   }
   return Status::OK();
@@ -329,6 +359,8 @@ Producer::Counters Producer::Impl::counters() const {
   Counters counters = counters_;
   counters.brokers_shielded = shield_.CountShielded(std::chrono::steady_clock::now());
   counters.reconnects = master_->reconnects() + broker_connections_.reconnects();
+  counters.master_switches = master_->switches();
+  counters.master_standby_answers = master_->standby_answers();
   return counters;
 }
 

@@ -89,6 +89,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   void CarryOverMissingTopics(std::map<std::string, meta::TopicPartitions>& fresh);
   void ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items);
   Status CheckPublishable(const std::vector<std::string>& topics) const;
+  void AwaitPublishable(std::vector<std::string> topics, int attempts_left, Done done);
   std::chrono::milliseconds rpc_timeout() const {
     return std::chrono::milliseconds(config_.rpc_timeout_ms);
   }

@@ -51,19 +51,28 @@ void MasterSession::Try(std::shared_ptr<Attempt> attempt) {
             return;
           }
           failure = ReplyStatus(reply);
+          if (kind == codec::RemoteExceptionKind::kStandby) standby_answers_.fetch_add(1);
           // A standby or stopping master keeps answering the same way on this
           // connection; drop it so a later call reconnects (it may have changed role).
           connection->Close(Status(ErrorCode::kConnectionClosed, "master is not active"));
         }
         if (failure.ok()) {
-          current_.store(index);
+          const size_t previous = current_.exchange(index);
+          if (answered_.exchange(true) && previous != index) switches_.fetch_add(1);
           attempt->callback(Status::OK(), std::move(reply), index);
           return;
         }
         attempt->errors += "\n  " + masters_[index].ToString() + ": " + failure.message();
         if (++attempt->tried >= masters_.size()) {
+          // Every master was unreachable, standby or stopping: while a master group
+          // elects a new active master (a few seconds) that is what all of them say, so
+          // a round ended by such an answer is one a later try can cure. A local failure
+          // (the I/O service stopping under the call) keeps its own code.
+          const ErrorCode code = failure.code() == ErrorCode::kRemoteException
+                                     ? ErrorCode::kServiceUnavailable
+                                     : failure.code();
           attempt->callback(
-              Status(failure.code(), "no active master among " + std::to_string(masters_.size()) +
+              Status(code, "no active master among " + std::to_string(masters_.size()) +
                                " address(es):" + attempt->errors),
               codec::RpcReply{}, index);
           return;

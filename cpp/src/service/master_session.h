@@ -38,6 +38,10 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   size_t current_index() const { return current_.load(); }
   // Connections to a master re-opened after the previous one was lost.
   uint64_t reconnects() const { return connections_.reconnects(); }
+  // Calls answered by a different master than the call before (a failover seen).
+  uint64_t switches() const { return switches_.load(); }
+  // Answers "not the active master" (StandbyException) met on the way to the active one.
+  uint64_t standby_answers() const { return standby_answers_.load(); }
 
  private:
   struct Attempt;
@@ -47,6 +51,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   net::ConnectionTracker connections_;
   const std::vector<net::Endpoint> masters_;
   std::atomic<size_t> current_{0};
+  std::atomic<bool> answered_{false};  // whether any call has been answered yet
+  std::atomic<uint64_t> switches_{0};
+  std::atomic<uint64_t> standby_answers_{0};
 };
 
 }  // namespace tubemq::service
