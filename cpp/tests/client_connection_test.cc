@@ -10,6 +10,7 @@
 
 #include <asio.hpp>
 #include <atomic>
+#include <future>
 #include <set>
 #include <stdexcept>
 
@@ -232,6 +233,34 @@ TEST_F(ClientConnectionTest, RefusedConnectFailsTheRequest) {
   ASSERT_TRUE(recorder.WaitAll(5s));
   EXPECT_EQ(recorder.Get(1).status.code(), ErrorCode::kConnectFailed);
   EXPECT_NE(recorder.Get(1).status.message().find(std::to_string(port)), std::string::npos);
+}
+
+TEST_F(ClientConnectionTest, AConnectProbeSaysWhetherTheAddressTakesConnections) {
+  ScriptedServer server(Echo);
+  auto open = Connect(server.port());
+  std::promise<Status> opened;
+  open->Connect([&opened](const Status& status) { opened.set_value(status); });
+  auto first = opened.get_future();
+  ASSERT_EQ(first.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(first.get().ok());
+  EXPECT_TRUE(Eventually([&] { return server.accepted() == 1; }, 5s));
+  // The probed connection then carries requests like any other.
+  Recorder recorder(1);
+  open->Call(Payload("after"), 3000ms, recorder.Track(1));
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  EXPECT_TRUE(recorder.Get(1).status.ok());
+
+  uint16_t port;
+  {
+    ScriptedServer closed(nullptr);  // bound, then released: nothing listens there now
+    port = closed.port();
+  }
+  auto refused = Connect(port);
+  std::promise<Status> failed;
+  refused->Connect([&failed](const Status& status) { failed.set_value(status); });
+  auto second = failed.get_future();
+  ASSERT_EQ(second.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(second.get().code(), ErrorCode::kConnectFailed);
 }
 
 TEST_F(ClientConnectionTest, ConnectThatNeverCompletesTimesOut) {

@@ -79,10 +79,10 @@ TEST(BrokerShield, UnavailableBrokersAreAvoidedFor50Seconds) {
 TEST(BrokerShield, UnreachableBackoffDoublesAndSuccessClearsIt) {
   BrokerShield shield;
   const auto now = BrokerShield::Clock::now();
-  shield.OnUnreachable(1, now);
+  shield.OnUnreachable(1, now, /*probeable=*/true);
   EXPECT_TRUE(shield.Shielded(1, now + std::chrono::seconds(9)));
   EXPECT_FALSE(shield.Shielded(1, now + std::chrono::seconds(11)));
-  shield.OnUnreachable(1, now);
+  shield.OnUnreachable(1, now, /*probeable=*/true);
   EXPECT_TRUE(shield.Shielded(1, now + std::chrono::seconds(19)));
   shield.OnSuccess(1);
   EXPECT_FALSE(shield.Shielded(1, now));
@@ -102,11 +102,21 @@ TEST(PartitionRouter, PinnedPartitionWinsOverKeyAndUsability) {
   EXPECT_EQ(router.Choose("t", partitions, std::nullopt, nullptr, std::string("3:t:0")), nullptr);
 }
 
+TEST(BrokerShield, OnlyBrokersThatRefusedConnectionsAreProbed) {
+  BrokerShield shield;
+  const auto now = BrokerShield::Clock::now();
+  shield.OnUnreachable(1, now, /*probeable=*/true);   // refused: a connect tells
+  shield.OnUnreachable(2, now, /*probeable=*/false);  // silent: a connect proves nothing
+  shield.OnUnavailable(3, now);                       // 503: it answers, and says no
+  EXPECT_EQ(shield.Probeable(now), std::vector<int32_t>{1});
+  EXPECT_TRUE(shield.Probeable(now + std::chrono::seconds(11)).empty());  // shield over
+}
+
 TEST(BrokerShield, CountsOnlyBrokersShieldedNow) {
   BrokerShield shield;
   const auto now = BrokerShield::Clock::now();
   EXPECT_EQ(shield.CountShielded(now), 0u);
-  shield.OnUnreachable(1, now);
+  shield.OnUnreachable(1, now, /*probeable=*/true);
   shield.OnUnavailable(2, now);
   EXPECT_EQ(shield.CountShielded(now), 2u);
   EXPECT_EQ(shield.CountShielded(now + std::chrono::seconds(11)), 1u);  // 1's 10 s are over

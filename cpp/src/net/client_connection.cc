@@ -85,6 +85,26 @@ void ClientConnection::Call(std::string payload, std::chrono::milliseconds timeo
   });
 }
 
+void ClientConnection::Connect(std::function<void(const Status&)> done) {
+  asio::post(strand_, [self = shared_from_this(), done = std::move(done)]() mutable {
+    switch (self->state_) {
+      case State::kOpen:
+        done(Status::OK());
+        return;
+      case State::kClosed:
+        done(self->close_reason_);
+        return;
+      case State::kIdle:
+        self->connect_waiters_.push_back(std::move(done));
+        self->StartConnect();
+        return;
+      case State::kConnecting:
+        self->connect_waiters_.push_back(std::move(done));
+        return;
+    }
+  });
+}
+
 int32_t ClientConnection::NextSerial() {
   // Serial numbers only need to be unique among pending requests; the counter wraps
   // around freely and skips any value still waiting for its reply.
@@ -192,6 +212,7 @@ void ClientConnection::Opened() {
   TUBEMQ_LOG_DEBUG("connected to " << endpoint_.ToString() << (tls_ ? " over TLS" : ""));
   ReadNext();
   WriteNext();
+  for (auto& waiter : std::exchange(connect_waiters_, {})) waiter(Status::OK());
 }
 
 void ClientConnection::WriteNext() {
@@ -307,6 +328,7 @@ void ClientConnection::Fail(Status reason, bool on_request) {
   for (const auto& entry : pending_) serials.push_back(entry.first);
   std::sort(serials.begin(), serials.end());
   for (int32_t serial : serials) Complete(serial, reason, codec::RpcReply{});
+  for (auto& waiter : std::exchange(connect_waiters_, {})) waiter(reason);
 }
 
 }  // namespace tubemq::net

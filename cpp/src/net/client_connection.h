@@ -55,6 +55,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // (codec::EncodeRequestPayload). Safe to call from any thread.
   void Call(std::string payload, std::chrono::milliseconds timeout, Callback callback);
 
+  // Opens the connection if it is not open yet, without sending anything; `done` learns
+  // whether it opened (OK) or why not. Called on the connection's strand: `done` must not
+  // block. A probe of whether an address takes connections again.
+  void Connect(std::function<void(const Status&)> done);
+
   // Closes the connection and fails every pending request with `reason`.
   void Close(Status reason);
 
@@ -113,6 +118,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::atomic<bool> lost_{false};
   Status close_reason_;
   std::deque<std::string> write_queue_;
+  std::vector<std::function<void(const Status&)>> connect_waiters_;
   bool writing_ = false;
   std::unordered_map<int32_t, Pending> pending_;
   std::atomic<size_t> pending_count_{0};

@@ -16,8 +16,9 @@ void BrokerShield::OnUnavailable(int32_t broker_id, Clock::time_point now) {
   entry.until = std::max(entry.until, now + kUnavailableBan);
 }
 
-void BrokerShield::OnUnreachable(int32_t broker_id, Clock::time_point now) {
+void BrokerShield::OnUnreachable(int32_t broker_id, Clock::time_point now, bool probeable) {
   Entry& entry = entries_[broker_id];
+  entry.probeable = probeable;
   entry.backoff = entry.backoff.count() == 0
                       ? kFirstUnreachableBan
                       : std::min(entry.backoff * 2, kLongestUnreachableBan);
@@ -37,6 +38,14 @@ size_t BrokerShield::CountShielded(Clock::time_point now) const {
     if (entry.until > now) ++count;
   }
   return count;
+}
+
+std::vector<int32_t> BrokerShield::Probeable(Clock::time_point now) const {
+  std::vector<int32_t> ids;
+  for (const auto& [id, entry] : entries_) {
+    if (entry.until > now && entry.probeable) ids.push_back(id);
+  }
+  return ids;
 }
 
 }  // namespace tubemq::producer

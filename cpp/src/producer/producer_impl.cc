@@ -14,6 +14,9 @@ namespace {
 
 using codec::Method;
 
+// How often brokers shielded for refusing connections are probed.
+constexpr std::chrono::milliseconds kProbePeriod{1000};
+
 void CallAll(std::vector<Producer::Impl::Done>& waiters, const Status& status) {
   for (auto& waiter : waiters) waiter(status);
   waiters.clear();
@@ -40,7 +43,9 @@ Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters), tls_)),
       broker_connections_(engine_->pool(), tls_),
       heartbeat_timer_(
-          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-heartbeat")) {}
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-heartbeat")),
+      probe_timer_(
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-probe")) {}
 
 // --- register ----------------------------------------------------------------------
 
@@ -68,6 +73,9 @@ void Producer::Impl::Start(Done done) {
       std::weak_ptr<Impl> weak = self;
       self->heartbeat_timer_->Start(period, period, [weak] {
         if (auto impl = weak.lock()) impl->Heartbeat(nullptr);
+      });
+      self->probe_timer_->Start(kProbePeriod, kProbePeriod, [weak] {
+        if (auto impl = weak.lock()) impl->ProbeShieldedBrokers();
       });
     }
     done(status);
@@ -143,6 +151,35 @@ void Producer::Impl::ApplyBrokerList(int64_t checksum, const std::vector<std::st
   brokers_ = meta::ParseBrokerList(items, /*tls=*/tls_ != nullptr, &first_error);
   broker_checksum_ = checksum;
   if (!first_error.ok()) TUBEMQ_LOG_WARN("ignoring a bad broker entry: " << first_error.message());
+}
+
+// --- shielded brokers ---------------------------------------------------------------
+
+// A broker that refused connections is avoided for at least 10 s, longer each time it
+// still refuses; one that comes back would wait out the rest of that period with no
+// traffic. A connect attempt every second (no request, through the shared pool) tells
+// sooner (behaviour.md §2.8, "ours").
+void Producer::Impl::ProbeShieldedBrokers() {
+  std::vector<meta::BrokerInfo> targets;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != State::kRunning) return;
+    for (int32_t id : shield_.Probeable(std::chrono::steady_clock::now())) {
+      const auto found = brokers_.find(id);
+      if (found != brokers_.end()) targets.push_back(found->second);
+    }
+  }
+  for (const auto& broker : targets) {
+    std::weak_ptr<Impl> weak = shared_from_this();
+    engine_->pool().Get(broker.endpoint, tls_)->Connect([weak, broker](const Status& status) {
+      auto self = weak.lock();
+      if (!self || !status.ok()) return;
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->shield_.OnSuccess(broker.id);
+      TUBEMQ_LOG_INFO("broker " << broker.endpoint.ToString()
+                                << " takes connections again; sends may go there");
+    });
+  }
 }
 
 // --- heartbeat ---------------------------------------------------------------------
@@ -382,6 +419,7 @@ void Producer::Impl::Close(Done done) {
     return;
   }
   heartbeat_timer_->Cancel();
+  probe_timer_->Cancel();
   auto finish = [self = shared_from_this(), done](const Status& status) {
     std::vector<Done> waiters;
     {

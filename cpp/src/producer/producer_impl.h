@@ -89,6 +89,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   void CarryOverMissingTopics(std::map<std::string, meta::TopicPartitions>& fresh);
   void ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items);
   Status CheckPublishable(const std::vector<std::string>& topics) const;
+  void ProbeShieldedBrokers();
   void AwaitPublishable(std::vector<std::string> topics, int attempts_left, Done done);
   std::chrono::milliseconds rpc_timeout() const {
     return std::chrono::milliseconds(config_.rpc_timeout_ms);
@@ -105,6 +106,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   std::shared_ptr<service::MasterSession> master_;
   net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;
+  std::shared_ptr<service::PeriodicTimer> probe_timer_;  // shielded brokers, every second
 
   mutable std::mutex mutex_;
   State state_ = State::kNew;

@@ -257,7 +257,8 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
                result.code() == ErrorCode::kConnectionClosed) {
       // Refused, silent (a blackholed or hung broker) or dropping connections: steer
       // sends elsewhere for a while, as for a broker we cannot reach.
-      shield_.OnUnreachable(partition.broker.id, now);
+      shield_.OnUnreachable(partition.broker.id, now,
+                            /*probeable=*/result.code() != ErrorCode::kRequestTimeout);
     }
   }
   if (result.ok()) {
