@@ -313,7 +313,9 @@ def test_gc_in_threads_with_callbacks_pending_is_safe(master, topics):
             while not stop.is_set():
                 gc.collect()
                 collections[0] += 1
-        collectors = [threading.Thread(target=collector) for _ in range(3)]
+        # Daemons: a failure of the main thread must end the process, not leave it to
+        # the test's timeout.
+        collectors = [threading.Thread(target=collector, daemon=True) for _ in range(3)]
         for thread in collectors:
             thread.start()
         calls = {{}}
@@ -337,9 +339,16 @@ def test_gc_in_threads_with_callbacks_pending_is_safe(master, topics):
                 producer.flush(30)
                 del producer  # dropped unclosed; atexit or gc finds it
             gc.collect()
+        class Assigned:  # a reference cycle as well, called with the keys assigned
+            def __init__(self):
+                self.me, self.keys = self, []
+            def __call__(self, keys):
+                self.keys.extend(keys)
+        on_assign = Assigned()
         consumer = tubemq.Consumer(master=master, group="gc_threads", topics=[topic],
-                                   consume_from="earliest", on_assign=Cycle(-1))
-        for _ in range(200):
+                                   consume_from="earliest", on_assign=on_assign)
+        deadline = time.monotonic() + 30
+        while not on_assign.keys and time.monotonic() < deadline:
             consumer.poll(0.01)
         consumer.close()
         stop.set()
@@ -347,7 +356,8 @@ def test_gc_in_threads_with_callbacks_pending_is_safe(master, topics):
             thread.join()
         ok = sum(1 for f in futures if f.exception(timeout=30) is None)
         once = all(calls.get(i) == 1 for i in range(2000))
-        print("futures", len(futures), "ok", ok, "callbacks once", once, "gc runs", collections[0])
+        print("futures", len(futures), "ok", ok, "callbacks once", once,
+              "assigned", bool(on_assign.keys), "gc runs", collections[0])
     """)
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
@@ -355,7 +365,7 @@ def test_gc_in_threads_with_callbacks_pending_is_safe(master, topics):
     assert done.returncode == 0, done.stderr[-3000:]
     words = done.stdout.split()
     assert words[:6] == ["futures", "2000", "ok", "2000", "callbacks", "once"], done.stdout
-    assert words[6] == "True", done.stdout
+    assert words[6:9] == ["True", "assigned", "True"], done.stdout
     print(done.stdout)
 
 

@@ -77,6 +77,22 @@ def test_earliest_delivers_everything_with_ids_attributes_and_zero_copy_values(m
         assert sorted(consumer.assignment()) == [f"1:{topic}:{i}" for i in range(4)]
 
 
+def test_a_new_group_with_default_settings_gets_its_first_message_promptly(master, topics):
+    # No heartbeat_period_ms here: the defaults a user keeps (a 10 s heartbeat). The
+    # member's partitions come in a heartbeat reply, so a new member asks quickly until
+    # they do, instead of waiting a whole period.
+    topic, marker = topics[7], unique("first")
+    produce(master, topic, marker, 5)
+    began = time.monotonic()
+    with tubemq.Consumer(
+        master=master, group=unique("g"), topics=[topic], consume_from="earliest"
+    ) as consumer:
+        message = consumer.poll(30)
+        waited = time.monotonic() - began
+    assert message is not None
+    assert waited < 5, f"the first message took {waited:.1f} s"
+
+
 def test_latest_skips_the_backlog_of_a_new_group(master, topics):
     # Scenario 10.
     topic, marker = topics[2], unique("lat")

@@ -2,6 +2,7 @@
 // subscription reports and rebalance results), flow-control rules, close.
 #include "consumer/consumer_impl.h"
 
+#include <algorithm>
 #include <asio/steady_timer.hpp>
 
 #include "BrokerService.pb.h"
@@ -80,15 +81,9 @@ void Consumer::Impl::Start(Done done) {
     }
     if (status.ok()) {
       std::weak_ptr<Impl> weak = self;
-      // The first heartbeat goes out at once: it brings the first rebalance event.
-      self->heartbeat_timer_->Start(std::chrono::milliseconds(self->config_.heartbeat_period_ms),
-                                    std::chrono::milliseconds(0), [weak] {
-                                      if (auto impl = weak.lock()) {
-                                        impl->Heartbeat();
-                                        impl->BrokerHeartbeats();
-                                        if (impl->options_.client_balance) impl->ConsumeFromMax();
-                                      }
-                                    });
+      // The first heartbeat goes out at once; a server-balanced member then asks again
+      // quickly until its first rebalance event arrives (StartHeartbeats).
+      self->StartHeartbeats(/*eager=*/!self->options_.client_balance);
       self->sweep_timer_->Start(std::chrono::seconds(1), std::chrono::seconds(1), [weak] {
         auto impl = weak.lock();
         if (!impl) return;
@@ -102,6 +97,36 @@ void Consumer::Impl::Start(Done done) {
       });
     }
     done(status);
+  });
+}
+
+void Consumer::Impl::StartHeartbeats(bool eager) {
+  // The master hands a new member its partitions in the reply to a heartbeat, and its
+  // balancer needs a moment after the registration to decide them. At the configured
+  // period alone (10 s by default) a user polling a new group would wait that long for
+  // the first message; so until the first rebalance event arrives, and for at most
+  // kEagerHeartbeats ticks, the member asks every kEagerHeartbeatInterval.
+  const auto period = std::chrono::milliseconds(config_.heartbeat_period_ms);
+  const auto interval = eager ? std::min(period, kEagerHeartbeatInterval) : period;
+  std::weak_ptr<Impl> weak = shared_from_this();
+  // Decided and started under the mutex: Close() sets the state under it before it
+  // cancels the timer, so a schedule started here is either cancelled by that Close()
+  // or never started; a closed member never heartbeats again (nor keeps its process).
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_ != State::kStarting && state_ != State::kRunning) return;
+  eager_heartbeats_left_ = eager && interval < period ? kEagerHeartbeats : 0;
+  heartbeat_timer_->Start(interval, eager ? std::chrono::milliseconds(0) : period, [weak] {
+    auto impl = weak.lock();
+    if (!impl) return;
+    impl->Heartbeat();
+    impl->BrokerHeartbeats();
+    if (impl->options_.client_balance) impl->ConsumeFromMax();
+    bool slow_down = false;
+    {
+      std::lock_guard<std::mutex> lock(impl->mutex_);
+      slow_down = impl->eager_heartbeats_left_ > 0 && --impl->eager_heartbeats_left_ == 0;
+    }
+    if (slow_down) impl->StartHeartbeats(/*eager=*/false);
   });
 }
 
@@ -328,6 +353,13 @@ void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C
                                    "partitions resume at the group's committed offsets");
   }
   if (response.has_event() && response.event().rebalanceid() > 0) {
+    bool was_eager = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      was_eager = eager_heartbeats_left_ > 0;
+      eager_heartbeats_left_ = 0;
+    }
+    if (was_eager) StartHeartbeats(/*eager=*/false);  // the first event is here
     Event event;
     event.apply_bound_offsets = apply_bound_offsets;
     event.rebalance_id = response.event().rebalanceid();

@@ -47,6 +47,9 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
        std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
   void Start(Done done);
+  // (Re)starts the heartbeat schedule; `eager`: quick heartbeats until the first
+  // rebalance event (see the definition).
+  void StartHeartbeats(bool eager);
   Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
   Status Confirm(const std::string& confirm_context, bool consumed);
   void Close(Done done);
@@ -161,6 +164,9 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   // bound_offsets_applied_ is the final answer (a member that joins a session the master
   // had allocated already resumes at the group's commits instead).
   bool bound_offsets_decided_ = false;
+  int eager_heartbeats_left_ = 0;  // quick heartbeats still to send before the first event
+  static constexpr std::chrono::milliseconds kEagerHeartbeatInterval{500};
+  static constexpr int kEagerHeartbeats = 40;  // 20 s at most
   bool report_next_ = true;
   std::deque<Event> events_;      // received, not yet processed
   bool event_busy_ = false;
