@@ -50,3 +50,8 @@ def test_split_partitions_takes_this_nodes_share(master, topics):
         "3",
     )
     assert "node 1 of 2 holds ['1:" in out
+
+
+def test_inlong_records(master, topics):
+    out = _example("inlong_records.py", "--master", master, "--topic", topics[5])
+    assert out.count("record ") == 6 and "not a pack" in out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import tubemq
+import tubemq.aio
 from tubemq import inlong
 
 
@@ -236,3 +237,18 @@ def test_bad_encode_arguments_are_config_errors(kwargs, key):
     with pytest.raises(tubemq.ConfigError) as info:
         inlong.encode(records, **kwargs)
     assert info.value.key == key
+
+
+@pytest.mark.parametrize(
+    ("make", "overrides", "key"),
+    [
+        (tubemq.Consumer, {"decode": "json"}, "decode"),
+        (tubemq.Consumer, {"decode": "inlongmsg", "decode_errors": "ignore"}, "decode_errors"),
+        (tubemq.AssignedConsumer, {"decode": "InLongMsg"}, "decode"),
+        (tubemq.aio.Consumer, {"decode": 1}, "decode"),
+    ],
+)
+def test_bad_decode_options_are_refused_before_any_connection(make, overrides, key):
+    with pytest.raises(tubemq.ConfigError) as caught:
+        make(master="127.0.0.1:1", group="group1", topics=["topic1"], **overrides)
+    assert caught.value.key == key
