@@ -45,14 +45,17 @@ def main() -> None:
                 record = consumer.poll(timeout=1.0)
             except inlong.PackDecodeError as error:  # raised once; the consumer goes on
                 print(f"not a pack: {error.partition_key} message {error.message_id}")
+                consumer.commit(error.consumed_message)  # dealt with: set aside, say
                 continue
-            if record is None or record.attrs.get("run") != run:
+            if record is None:
                 continue
-            seen += 1
-            print(
-                f"record {record.position + 1}/{record.count} of message {record.message_id}: "
-                f"{bytes(record.body).decode()!r} seq={record.attrs['seq']}"
-            )
+            if record.attrs.get("run") == run:
+                seen += 1
+                print(
+                    f"record {record.position + 1}/{record.count} of message "
+                    f"{record.message_id}: {bytes(record.body).decode()!r} "
+                    f"seq={record.attrs['seq']}"
+                )
             consumer.commit(record)  # the pack's last record commits the message
 
 

@@ -26,6 +26,19 @@ def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
+def reader(master: str, topic: str, **extra) -> dict:
+    """The configuration of a decoding member of a new group reading from the start."""
+    return {
+        "master": master,
+        "group": unique("g"),
+        "topics": [topic],
+        "consume_from": "earliest",
+        "decode": "inlongmsg",
+        **FAST,
+        **extra,
+    }
+
+
 def send(master: str, topic: str, payloads: list[bytes], key: str) -> None:
     with tubemq.Producer(master=master) as producer:
         producer.publish(topic)
@@ -58,14 +71,7 @@ def test_records_errors_and_provenance(master, topics):
     send(master, topic, payloads, key=mark)
     records: list[inlong.ConsumedRecord] = []
     errors: list[inlong.PackDecodeError] = []
-    with tubemq.Consumer(
-        master=master,
-        group=unique("g"),
-        topics=[topic],
-        consume_from="earliest",
-        decode="inlongmsg",
-        **FAST,
-    ) as consumer:
+    with tubemq.Consumer(reader(master, topic)) as consumer:
         deadline = time.monotonic() + 90
         while len(records) < 9 and time.monotonic() < deadline:
             try:
@@ -114,14 +120,7 @@ def test_consume_returns_the_records_before_a_bad_pack_then_raises(master, topic
     send(master, topic, [pack(mark, "a", 2), bad_payload(mark), pack(mark, "b", 2)], mark)
     got: list[str] = []
     errors = 0
-    with tubemq.Consumer(
-        master=master,
-        group=unique("g"),
-        topics=[topic],
-        consume_from="earliest",
-        decode="inlongmsg",
-        **FAST,
-    ) as consumer:
+    with tubemq.Consumer(reader(master, topic)) as consumer:
         deadline = time.monotonic() + 90
         while len(got) < 4 and time.monotonic() < deadline:
             try:
@@ -138,15 +137,7 @@ def test_skip_passes_bad_packs_over(master, topics):
     topic, mark = topics[5], unique("skip")
     send(master, topic, [bad_payload(mark), b"plain " + mark.encode(), pack(mark, "a", 2)], mark)
     seen: list[bytes] = []
-    with tubemq.Consumer(
-        master=master,
-        group=unique("g"),
-        topics=[topic],
-        consume_from="earliest",
-        decode="inlongmsg",
-        decode_errors="skip",
-        **FAST,
-    ) as consumer:
+    with tubemq.Consumer(reader(master, topic, decode_errors="skip")) as consumer:
         deadline = time.monotonic() + 90
         while len(seen) < 2 and time.monotonic() < deadline:
             seen += [bytes(r.body) for r in consumer.consume(100, 0.5) if mine(r, mark)]
@@ -158,14 +149,8 @@ def member(master: str, topic: str, group: str) -> tubemq.Consumer[inlong.Consum
     """A member of ``group`` that commits only what the test says (the topic's other
     messages are passed over: other tests write plain ones)."""
     return tubemq.Consumer(
-        master=master,
-        group=group,
-        topics=[topic],
-        consume_from="earliest",
+        reader(master, topic, group=group, decode_errors="skip", auto_commit=False),
         decode="inlongmsg",
-        decode_errors="skip",
-        auto_commit=False,
-        **FAST,
     )
 
 
@@ -240,15 +225,7 @@ def test_asyncio_consumer_hands_out_records(master, topics):
 
     async def run() -> list[bytes]:
         bodies: list[bytes] = []
-        async with tubemq.aio.Consumer(
-            master=master,
-            group=unique("g"),
-            topics=[topic],
-            consume_from="earliest",
-            decode="inlongmsg",
-            decode_errors="skip",
-            **FAST,
-        ) as consumer:
+        async with tubemq.aio.Consumer(reader(master, topic, decode_errors="skip")) as consumer:
             deadline = time.monotonic() + 90
             while len(bodies) < 3 and time.monotonic() < deadline:
                 record = await consumer.poll(0.5)

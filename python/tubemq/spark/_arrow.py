@@ -181,17 +181,14 @@ DECODED_SCHEMA_DDL = (
 
 _DECODED_SCHEMA = pa.schema(
     [
-        ("value", pa.binary()),
-        ("attrs", pa.map_(pa.string(), pa.string())),
-        ("create_time", pa.timestamp("us", tz="UTC")),
+        *(_ARROW_SCHEMA.field(name) for name in ("value", "attrs")),
+        ("create_time", _ARROW_SCHEMA.field("timestamp").type),
         ("record_index", pa.int32()),
         ("record_count", pa.int32()),
-        ("topic", pa.string()),
-        ("partition", pa.string()),
-        ("batch_offset", pa.int64()),
-        ("message_id", pa.int64()),
-        ("msg_type", pa.string()),
-        ("msg_time", pa.string()),
+        *(
+            _ARROW_SCHEMA.field(name)
+            for name in ("topic", "partition", "batch_offset", "message_id", "msg_type", "msg_time")
+        ),
     ]
 )
 
