@@ -43,6 +43,9 @@ from typing import Any
 import tubemq
 from tubemq.cluster import LocalCluster
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from consumer_throughput import produce_backlog
+
 TOPIC = "bench_spark"
 VALUE = b"s" * 1024
 HERE = Path(__file__).resolve().parent
@@ -77,12 +80,7 @@ def fill(master: str, messages: int) -> tuple[dict[str, int], dict[str, int]]:
     held = max((ends[k] - starts[k]) // ENTRY for k in ends) if ends else 0
     if held < messages:
         print(f"producing {messages} messages of 1 KiB ...", flush=True)
-        with tubemq.Producer(master=master, max_in_flight=20000) as producer:
-            producer.publish(TOPIC)
-            for _ in range(messages):
-                producer.send_async(TOPIC, VALUE)
-            if producer.flush(timeout=600) != 0 or producer.counters()["sent_failed"]:
-                raise RuntimeError("the backlog could not be produced")
+        produce_backlog(master, messages, TOPIC, VALUE)
         starts, ends = backlog_range(master)
     # The last `messages` index entries of the store: partitions share the index.
     low = max(ends.values()) - ENTRY * messages
