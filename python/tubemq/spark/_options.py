@@ -67,6 +67,11 @@ class SourceOptions:
     read_timeout_s: float
     occupied_retry_s: float
     client: Mapping[str, Any]
+    # Fetched batches a task reads ahead of Spark, on a thread (0: none, no thread).
+    prefetch_batches: int = 8
+    # Whether the user named the group (option ``group``); if not, each reader process
+    # reads in a group of its own, kept across tasks and queries (_clients.reader_group).
+    group_given: bool = False
 
     def consumer_config(self, group: str | None = None) -> dict[str, Any]:
         """The AssignedConsumer configuration of a reader (``group`` overrides the group)."""
@@ -99,7 +104,8 @@ _SOURCE_OPTIONS = {
     "master": "master addresses, 'host:port[,host:port]' (required)",
     "topic": "topic or comma-separated topics to read (required)",
     "topics": "alias of 'topic'",
-    "group": "consumer group of the readers (default: spark-<random>, one per query run)",
+    "group": "consumer group of the readers (default: one spark-<random> group per reader "
+    "process and topic set, kept across its tasks and queries)",
     "startingOffsets": "'earliest', 'latest' or JSON {partition key: offset}",
     "endingOffsets": "'latest' or JSON {partition key: offset} (batch queries only)",
     "filters": "msgTypes to keep: 'a,b' for every topic or JSON {topic: [msgType, ...]}",
@@ -107,6 +113,8 @@ _SOURCE_OPTIONS = {
     "maxMessagesPerTrigger": "at most this many messages per micro-batch (streaming)",
     "failOnDataLoss": "fail when a start offset has been deleted (default true)",
     "readTimeoutMs": "fail a task that waits this long for data it planned to read",
+    "prefetchBatches": "fetched batches a task reads ahead of Spark, on a thread of its own "
+    "(0: none)",
     "partitionOccupiedRetryMs": "how long a task retries a partition another reader holds",
 }
 
@@ -335,6 +343,8 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         read_timeout_s=(_int(options, "readTimeoutMs", 120_000, 1000) or 0) / 1000.0,
         occupied_retry_s=(_int(options, "partitionOccupiedRetryMs", 90_000, 0) or 0) / 1000.0,
         client=client_settings(options),
+        prefetch_batches=_int(options, "prefetchBatches", 8, 0) or 0,
+        group_given=_get(options, "group") is not None,
     )
 
 
