@@ -49,7 +49,7 @@ bundled=()  # the round trip's check of where the native libraries come from
 case $TOOLCHAIN in
   host) bundled=(--bundled) ;;
   zig-2.28)
-    ZIG_PREFIX=$CACHE/zig-2.28/prefix
+    ZIG_PREFIX=$ROOT/.cache/zig-2.28/prefix  # scripts/zig_deps.sh writes it
     [[ -f $ZIG_PREFIX/toolchain.cmake ]] \
       || { log "no Zig dependencies in $ZIG_PREFIX: run scripts/zig_deps.sh first"; exit 1; }
     config+=(-Ccmake.args=--toolchain="$ZIG_PREFIX/toolchain.cmake")
