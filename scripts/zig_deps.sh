@@ -120,6 +120,11 @@ fi
 for header in asio.hpp asio rapidjson; do
   [[ -e $PREFIX/include/$header ]] || cp -r "/usr/include/$header" "$PREFIX/include/"
 done
+# rapidjson 1.1.0 declares a copy assignment of GenericStringRef that assigns a const member;
+# GCC lets it pass, Zig's clang does not ("cannot assign to non-static data member 'length'
+# with const-qualified type"). It is never called: the copy in this prefix drops it.
+sed -i '/GenericStringRef& operator=(const GenericStringRef& rhs) { s = rhs.s; length = rhs.length; }/d' \
+  "$PREFIX/include/rapidjson/document.h"
 
 cat >"$PREFIX/toolchain.cmake" <<EOF
 # Written by scripts/zig_deps.sh: tubemq against the static libraries in this prefix,
