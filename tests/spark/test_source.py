@@ -156,26 +156,3 @@ def test_100k_rows_written_by_the_sink_read_back_identical(spark, master, spark_
     assert back.count() == 100_000
     assert rows.select(*as_text).exceptAll(back.select(*as_text)).count() == 0
     assert back.select(*as_text).exceptAll(rows.select(*as_text)).count() == 0
-
-
-def test_repeated_queries_read_in_the_groups_their_processes_registered_once(
-    spark, cluster, master, known
-):
-    """A Python worker reads every range in one group and client of its own: a second and
-    third query register no new reader group at the master (only their planners)."""
-    topic, mark, start, sent = known
-    admin = tubemq.AdminClient(master, web=cluster.master_web_address)
-
-    def readers() -> set[str]:
-        return {g for g in admin.list_groups() if g.startswith("spark-") and "-plan" not in g}
-
-    def query() -> list:
-        rows = read(spark, master, topic, startingOffsets=json.dumps(start)).collect()
-        return [r for r in rows if bytes(r.value).startswith(mark.encode())]
-
-    assert len(query()) == len(sent)
-    after_first = readers()
-    assert after_first  # the readers' groups are registered while their processes live
-    for _ in range(2):
-        assert len(query()) == len(sent)
-    assert readers() <= after_first  # no new reader group, whatever the query

@@ -1,24 +1,15 @@
 """One task's read: a partition from a start offset to an end offset, as Arrow batches.
 
-The task takes its process's cached client-balanced consumer (in the process's reader
-group for the topics, registered once for all its tasks, unless the query names a group),
-assigns the partition at the start offset, and polls until the message before the end
-offset has arrived. It never commits to a group anyone relies on: Spark's plan (batch)
-or checkpoint (streaming) says what was read, so the same range read again yields the
-same messages. Messages of a msgType the ``filters`` option leaves out are read and
-dropped here, which keeps the end of a range exact.
-
-The fetching runs on a thread of its own, ahead of Spark by at most ``prefetchBatches``
-fetched batches (option; 0 reads on the task's thread): while Spark writes one record
-batch to the JVM, the next fetch, its commit and its conversion to Arrow go on. The
-consumer is used by that thread alone until it has stopped.
+The task takes its process's cached client-balanced consumer, assigns the partition at
+the start offset, and polls until the message before the end offset has arrived. It never
+commits: Spark's plan (batch) or checkpoint (streaming) says what was read, so the same
+range read again yields the same messages. Messages of a msgType the ``filters`` option
+leaves out are read and dropped here, which keeps the end of a range exact.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,15 +19,15 @@ import pyarrow as pa
 from tubemq.errors import PartitionOccupiedError, TimeoutError, TubeMQError
 from tubemq.inlong import InLongMsgError
 from tubemq.spark import _clients
-from tubemq.spark._arrow import decoded_batch, record_batch
+from tubemq.spark._arrow import concat, decoded_batch, record_batch
 from tubemq.spark._offsets import ENTRY, ReadRange
 from tubemq.spark._options import SourceOptions
 
 _logger = logging.getLogger("tubemq.spark")
 
+# Rows per Arrow batch handed to Spark, and messages asked of the consumer at once.
+BATCH_ROWS = 4096
 POLL_TIMEOUT_S = 0.5
-# How often a prefetching thread blocked on a full queue looks whether to stop.
-_STOP_CHECK_S = 0.1
 
 
 class DataLossError(RuntimeError):
@@ -48,17 +39,10 @@ def read_range(part: ReadRange, options: SourceOptions) -> Iterator[pa.RecordBat
     with ``decode``, the records of their InLongMsg packs."""
     if part.end <= part.start:
         return
-    group = (
-        part.group if options.group_given else _clients.reader_group(options.master, options.topics)
-    )
-    consumer = _clients.assigned_consumer(options.consumer_config(group))
+    consumer = _clients.assigned_consumer(options.consumer_config(part.group))
     healthy = True
-    reading = _RangeRead(consumer, part, options)
     try:
-        if options.prefetch_batches:
-            yield from reading.prefetched(options.prefetch_batches)
-        else:
-            yield from reading.batches()
+        yield from _RangeRead(consumer, part, options).batches()
     except InLongMsgError:
         raise  # a bad pack (decodeErrors=fail): the client itself is fine
     except TubeMQError:
@@ -73,22 +57,6 @@ def read_range(part: ReadRange, options: SourceOptions) -> Iterator[pa.RecordBat
                 healthy = False
         if not healthy:
             _clients.discard(consumer)
-
-
-class _Stopped(Exception):
-    """The task stopped reading (Spark closed the iterator): the fetching thread ends."""
-
-
-class _Failed:
-    """What the fetching thread raised, for the task's thread to raise again."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-_DONE = object()
 
 
 class _RangeRead:
@@ -108,52 +76,11 @@ class _RangeRead:
         self._options = options
         kept = options.filters.get(part.topic)
         self._kept = frozenset(kept) if kept else None
-        self._stop = threading.Event()
-
-    def prefetched(self, depth: int) -> Iterator[pa.RecordBatch]:
-        """``batches()`` computed on a thread, at most ``depth`` record batches ahead."""
-        ahead: queue.Queue[Any] = queue.Queue(maxsize=depth)
-
-        def put(item: Any) -> bool:
-            while not self._stop.is_set():
-                try:
-                    ahead.put(item, timeout=_STOP_CHECK_S)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def fetch() -> None:
-            try:
-                for chunk in self.batches():
-                    if not put(chunk):
-                        return
-                put(_DONE)
-            except _Stopped:
-                pass
-            except BaseException as error:  # raised again on the task's thread
-                put(_Failed(error))
-
-        thread = threading.Thread(target=fetch, name=f"tubemq-read-{self._part.key}", daemon=True)
-        thread.start()
-        try:
-            while True:
-                item = ahead.get()
-                if item is _DONE:
-                    return
-                if isinstance(item, _Failed):
-                    raise item.error
-                yield item
-        finally:
-            # Before the task releases the partition: the consumer is the thread's until
-            # it ends (within a poll timeout or an RPC deadline).
-            self._stop.set()
-            thread.join()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        """The range's messages, a record batch per fetched batch (no copy beyond the
-        one into Arrow)."""
         part = self._part
+        gathered: list[pa.RecordBatch] = []
+        rows = 0
         self._assign(part.start)
         position = part.start
         first = True
@@ -180,8 +107,14 @@ class _RangeRead:
             else:
                 chunk = record_batch(batch, kept=self._kept, skip_ids=beyond)
             if chunk.num_rows:
-                yield chunk
+                gathered.append(chunk)
+                rows += chunk.num_rows
+            if rows >= BATCH_ROWS:
+                yield concat(gathered)
+                gathered, rows = [], 0
             position = max(following, position + ENTRY)
+        if gathered:
+            yield concat(gathered)
 
     def _next_batch(self, position: int, end: int) -> Any | None:
         """The next fetched batch of the partition; None once its position has passed
@@ -189,8 +122,6 @@ class _RangeRead:
         consumer, key = self._consumer, self._part.key
         last_progress = time.monotonic()
         while True:
-            if self._stop.is_set():
-                raise _Stopped()
             try:
                 batch = consumer.poll_batch(timeout=POLL_TIMEOUT_S)
             except PartitionOccupiedError:
@@ -247,8 +178,7 @@ class _RangeRead:
                 if time.monotonic() + delay > deadline:
                     raise
                 _logger.info("%s is occupied (%s); retrying in %.1f s", key, error, delay)
-                if self._stop.wait(delay):
-                    raise _Stopped() from None
+                time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
     def _loss(self, text: str) -> None:
