@@ -24,29 +24,41 @@ from test_standalone import check_exactly_once, ends_now, produce
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PER_BATCH_S = 0.3  # each yielded record batch waits, so that a kill lands mid-read
+HANDED_BEFORE_KILL = 3  # batches each barrier task hands Spark before the kill
 
 
-def _slowed_and_timed(fn: Any) -> Any:
-    """``fn`` yielding slowly, each row stamped with the time it was handed to Spark."""
+def _slowed_and_timed(fn: Any, reading: Path) -> Any:
+    """``fn`` yielding slowly, each row stamped with the time it was handed to Spark. Each
+    task leaves a file named by its process in ``reading`` once it has handed a few batches,
+    so the test knows, without the listener bus's lag, that the tasks are mid-read."""
+    reading_dir = str(reading)
 
     def run(batches: Any) -> Any:
+        import os
         import time as clock
 
         import pyarrow as pa
 
-        for rows in fn(batches):
+        for handed, rows in enumerate(fn(batches), start=1):
             clock.sleep(PER_BATCH_S)
             stamp = pa.repeat(pa.scalar(clock.time(), pa.float64()), rows.num_rows)
             yield pa.RecordBatch.from_arrays(
                 [*rows.columns, stamp], names=[*rows.schema.names, "handed_at"]
             )
+            if handed == HANDED_BEFORE_KILL:
+                os.makedirs(reading_dir, exist_ok=True)
+                with open(os.path.join(reading_dir, str(os.getpid())), "w"):
+                    pass
 
     return run
 
 
-def _run_killing_an_executor(spark: Any, standalone: Any, job: Any) -> tuple[float, Any]:
-    """Runs ``job`` on a thread and SIGKILLs one executor once the barrier tasks have been
-    reading for a while. Returns the kill time and the job's error, if any."""
+def _run_killing_an_executor(
+    spark: Any, standalone: Any, job: Any, reading: Path
+) -> tuple[float, Any]:
+    """Runs ``job`` on a thread and SIGKILLs one executor once both barrier tasks have
+    handed Spark a few batches (each leaves a file in ``reading``; the status tracker lags
+    too much under load to time this). Returns the kill time and the job's error, if any."""
     app = spark.sparkContext.applicationId
     assert len(standalone.wait_executors(app, 2)) == 2
     failure: list[BaseException] = []
@@ -59,22 +71,15 @@ def _run_killing_an_executor(spark: Any, standalone: Any, job: Any) -> tuple[flo
 
     worker = threading.Thread(target=run)
     worker.start()
-    tracker = spark.sparkContext.statusTracker()
     killed_at = None
     deadline = time.monotonic() + 120
     while killed_at is None and worker.is_alive() and time.monotonic() < deadline:
-        for stage in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(stage)
-            # A barrier stage's tasks run together, one per 1-core executor: one seen
-            # active means both are, and either executor holds one of them.
-            if info is not None and info.numActiveTasks >= 1:
-                time.sleep(4.0)  # both tasks have handed Spark rows by now
-                standalone.kill_executor(app)
-                killed_at = time.time()
-                break
-        time.sleep(0.2)
+        if reading.is_dir() and len(list(reading.iterdir())) >= 2:
+            standalone.kill_executor(app)
+            killed_at = time.time()
+        time.sleep(0.05)
     worker.join(timeout=600)
-    assert killed_at is not None, "no moment with the barrier tasks running"
+    assert killed_at is not None, "the two barrier tasks were never seen reading together"
     assert not worker.is_alive(), "the job did not end"
     assert len(standalone.wait_executors(app, 2)) == 2  # replaced, for the next test
     return killed_at, failure[0] if failure else None
@@ -106,11 +111,15 @@ def test_a_killed_executor_retries_the_barrier_stage_and_loses_nothing(
     out = tmp_path / "out"
     frame = (
         cluster_spark.range(0, 2, 1, numPartitions=2)
-        .mapInArrow(_slowed_and_timed(fn), schema + ", handed_at double", barrier=True)
+        .mapInArrow(
+            _slowed_and_timed(fn, tmp_path / "reading"),
+            schema + ", handed_at double",
+            barrier=True,
+        )
         .repartition(2)  # a ShuffleMapStage: Spark retries it whole
     )
     killed_at, error = _run_killing_an_executor(
-        cluster_spark, standalone, lambda: frame.write.parquet(str(out))
+        cluster_spark, standalone, lambda: frame.write.parquet(str(out)), tmp_path / "reading"
     )
     assert error is None, error
     rows = cluster_spark.read.parquet(str(out)).collect()
@@ -133,7 +142,7 @@ def test_an_aborted_barrier_result_stage_is_continued_by_a_rerun(
     def run(resume: Any, slow: bool) -> None:
         fn, schema = _barrier(master, topic, start, resume)
         if slow:
-            fn, schema = _slowed_and_timed(fn), schema + ", handed_at double"
+            fn, schema = _slowed_and_timed(fn, tmp_path / "reading"), schema + ", handed_at double"
         frame = cluster_spark.range(0, 2, 1, numPartitions=2).mapInArrow(fn, schema, barrier=True)
         frame.select("value", "message_id", "partition", "next_offset").write.mode(
             "append"
@@ -146,6 +155,7 @@ def test_an_aborted_barrier_result_stage_is_continued_by_a_rerun(
         cluster_spark,
         standalone,
         lambda: run(resume=written_positions(cluster_spark.read.parquet(str(out))), slow=True),
+        tmp_path / "reading",
     )
     assert error is not None and "barrier" in str(error).lower(), error  # aborted
     acked.update(more)
