@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tubemq.errors import PartitionOccupiedError, TimeoutError, TubeMQError
+from tubemq.errors import PartitionOccupiedError, ServerError, TimeoutError, TubeMQError
 from tubemq.spark import _clients
 from tubemq.spark._arrow import concat, record_batch
 from tubemq.spark._offsets import ENTRY, ReadRange
@@ -78,19 +78,13 @@ class _RangeRead:
         gathered: list[pa.RecordBatch] = []
         rows = 0
         self._assign(part.start)
+        self._check_start()
         position = part.start
-        first = True
         while position < part.end:
             batch = self._next_batch(position, part.end)
             if batch is None:
                 break  # the partition holds nothing more before the end
             begin = batch.offset
-            if first and begin > part.start and part.start > 0:
-                self._loss(
-                    f"{part.key} resumed at offset {begin}, after the planned start "
-                    f"{part.start}: the messages in between were deleted"
-                )
-            first = False
             if begin >= part.end:
                 break
             following = self._commit(batch)
@@ -108,6 +102,37 @@ class _RangeRead:
             position = max(following, position + ENTRY)
         if gathered:
             yield concat(gathered)
+
+    def _check_start(self) -> None:
+        """Whether the broker still holds the planned start. Its answer to the assignment
+        says where reading begins: the start itself, or the first offset it still holds
+        if retention deleted the start. The first batch cannot tell: the broker may report
+        it at any index position up to its first message, and the entries before that
+        message belong to the store's other partitions (docs/offsets.md)."""
+        key, start = self._part.key, self._part.start
+        deadline = time.monotonic() + self._options.read_timeout_s
+        while (held := self._consumer.offsets().get(key)) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    1000,
+                    f"{key}: no answer to its assignment at offset {start} within "
+                    f"{self._options.read_timeout_s} s (option readTimeoutMs)",
+                )
+            time.sleep(0.01)
+        begins, end = int(held["offset"]), int(held["max_offset"])
+        if begins < start <= end:
+            # Reading from here would hand Spark messages before the range: a retried
+            # task gets a fresh assignment instead.
+            raise ServerError(
+                1000,
+                f"{key}: the broker placed the reader at offset {begins}, not at the "
+                f"planned start {start} it holds",
+            )
+        if begins > start:
+            self._loss(
+                f"{key} resumed at offset {begins}, after the planned start {start}: "
+                "the messages in between were deleted"
+            )
 
     def _next_batch(self, position: int, end: int) -> Any | None:
         """The next fetched batch of the partition; None once its position has passed
