@@ -92,5 +92,36 @@ TEST(InLongMsg, CountsThatCannotFitAreRefusedBeforeAnyWork) {
   EXPECT_STREQ(ErrorKindName(error.kind), "malformed");
 }
 
+TEST(InLongMsg, AttributeErrorsPointIntoThePack) {
+  // v3 records whose own attributes are malformed, after a long group attribute string:
+  // the offset once counted the group string too, and inside a compressed group it ran
+  // past the pack's end (found by the fuzzer; cpp/fuzz/corpus/inlong_v3_snappy_bad_record_attr).
+  for (bool compress : {false, true}) {
+    EncodeOptions options;
+    options.version = 3;
+    options.compress = compress;
+    options.pack_attr = "m=0&iname=a-long-group-attribute-string-before-the-record";
+    std::string packed, problem;
+    ASSERT_TRUE(Encode({{"hello", "seq=1"}, {"world", "seq81"}}, options, packed, problem))
+        << problem;
+    Pack pack;
+    DecodeError error;
+    ASSERT_FALSE(Decode(packed, DecodeOptions{}, pack, error));
+    EXPECT_EQ(error.kind, ErrorKind::kAttributeFormat) << compress;
+    EXPECT_LT(error.offset, packed.size()) << compress;
+    if (!compress) EXPECT_EQ(error.offset, packed.find("seq81"));
+  }
+  // A malformed group string is reported inside the group string.
+  EncodeOptions options;
+  options.version = 3;
+  options.pack_attr = "m=0&broken";
+  std::string packed, problem;
+  ASSERT_TRUE(Encode({{"hello", "seq=1"}}, options, packed, problem)) << problem;
+  Pack pack;
+  DecodeError error;
+  ASSERT_FALSE(Decode(packed, DecodeOptions{}, pack, error));
+  EXPECT_EQ(error.offset, packed.find("broken"));
+}
+
 }  // namespace
 }  // namespace tubemq::inlong

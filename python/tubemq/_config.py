@@ -542,6 +542,18 @@ def _check_consume_from(value: Any) -> str:
     return str(value)
 
 
+def _check_decode(value: str) -> str:
+    if value not in ("none", "inlongmsg"):
+        raise ValueError(f"must be 'none' or 'inlongmsg', got {value!r}")
+    return str(value)
+
+
+def _check_decode_errors(value: str) -> str:
+    if value not in ("raise", "skip"):
+        raise ValueError(f"must be 'raise' or 'skip', got {value!r}")
+    return str(value)
+
+
 CONSUMER_KEYS: tuple[Key, ...] = (
     Key(
         "group",
@@ -573,6 +585,23 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         True,
         "Commit a batch once all its messages were returned by poll(), before the next "
         "fetch, and at close.",
+    ),
+    Key(
+        "decode",
+        str,
+        "none",
+        "'inlongmsg': poll() hands out the records of InLongMsg packs (tubemq.inlong."
+        "ConsumedRecord), not messages; 'none': messages.",
+        convert=_check_decode,
+    ),
+    Key(
+        "decode_errors",
+        str,
+        "raise",
+        "With decode: a message that is not a valid pack makes poll() raise "
+        "tubemq.inlong.PackDecodeError once ('raise') or is logged and passed over "
+        "('skip'); either way the next poll() goes on after it.",
+        convert=_check_decode_errors,
     ),
     Key(
         "msg_not_found_wait_ms",

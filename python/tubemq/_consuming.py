@@ -17,6 +17,23 @@ broker keeps one position per partition and moves it a whole batch at a time, so
 
 No call confirms a message that was not handed out. Delivery is at least once.
 
+With ``decode="inlongmsg"`` each message is an InLongMsg pack and ``poll()`` hands out
+its records one by one (:class:`tubemq.inlong.ConsumedRecord`, knowing its ``message``).
+A message counts as handed out once its last record is. So:
+
+* ``commit(record)`` of a pack's last record commits its message (and the earlier
+  messages of the batch, as above). ``commit(record)`` of an earlier record commits only
+  the messages before its pack: the pack is committed with its last record. The broker
+  keeps no position inside a message: a pack that is rolled back comes again whole.
+* ``commit()`` commits every message whose records were all handed out.
+* A message that is not a valid pack makes ``poll()`` raise
+  :class:`tubemq.inlong.PackDecodeError` once (``decode_errors="raise"``, the default),
+  or is logged and passed over (``"skip"``, counted in ``metrics()["decode_errors"]``).
+  Either way it counts as handed out, with no records: ``commit()`` and auto-commit
+  settle it like any other message, ``nack(error.consumed_message)`` has the batch
+  delivered again.
+* ``poll_batch()`` hands out raw batches whatever ``decode`` says.
+
 Everything runs on the caller's thread: ``poll()`` blocks in C++ with the GIL released
 and wakes as soon as a partition is ready.
 """
@@ -25,16 +42,32 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Union
 
 from tubemq import _core, _lifecycle
 from tubemq._config import MAX_TIMEOUT_S, check_timeout
 from tubemq._stats import StatsCallback, StatsReporter
 from tubemq.errors import ArgumentTypeError, CommitError, ConfigError, TubeMQError
+from tubemq.inlong import ConsumedRecord, PackDecodeError, consumed_records
 
 Message = _core.Message
+
+if TYPE_CHECKING:
+    # What poll() hands out: messages, or records with decode="inlongmsg". The default
+    # keeps a bare ``Consumer`` annotation meaning a consumer of messages.
+    from typing_extensions import TypeVar
+
+    Item = TypeVar("Item", Message, ConsumedRecord, default=Message)
+else:
+    from typing import TypeVar
+
+    Item = TypeVar("Item")
+
+# What commit() and nack() take.
+Committable = Union[Message, _core.Batch, ConsumedRecord]
 _logger = logging.getLogger("tubemq.consumer")
 
 INDEX_ENTRY_SIZE = 28
@@ -100,7 +133,7 @@ _SETTLED_MEMORY = 1024
 of one of their messages is answered truthfully (a no-op, or CommitError)."""
 
 
-class ConsumerBase:
+class ConsumerBase(Generic[Item]):
     """The shared half of :class:`tubemq.Consumer` and :class:`tubemq.AssignedConsumer`."""
 
     _kind = "consumer"
@@ -117,6 +150,11 @@ class ConsumerBase:
         self._auto_commit: bool = config["auto_commit"]
         self._native: _core.Consumer | None = native
         self._pending: list[Message] = []  # of the batch being handed out, reversed
+        self._decode = config["decode"] == "inlongmsg"
+        self._skip_bad_packs = config["decode_errors"] == "skip"
+        self._records: list[ConsumedRecord] = []  # of the pack being handed out, reversed
+        self._decode_errors = 0
+        self._deferred: PackDecodeError | None = None  # for the poll after a consume()
         self._outstanding: dict[str, _Unsettled] = {}  # by confirm context
         self._settled: dict[str, bool] = {}  # recently settled contexts: consumed?
         try:
@@ -133,10 +171,16 @@ class ConsumerBase:
     def client_id(self) -> str:
         return self._live().client_id
 
-    def poll(self, timeout: float | None = 1.0) -> Message | None:
-        """The next message, or None if none arrived within ``timeout`` seconds (0: do
-        not wait; None: wait until one arrives)."""
+    def poll(self, timeout: float | None = 1.0) -> Item | None:
+        """The next message (with ``decode="inlongmsg"``: the next record), or None if
+        none arrived within ``timeout`` seconds (0: do not wait; None: wait until one
+        arrives)."""
         timeout = _wait_s(timeout)
+        if self._decode:
+            return self._poll_record(timeout)  # type: ignore[return-value]
+        return self._poll_message(timeout)  # type: ignore[return-value]
+
+    def _poll_message(self, timeout: float) -> Message | None:
         if self._pending and self._native is not None and self._pid == _process_pid:
             return self._pending.pop()  # the batch at hand: no native call needed
         native = self._live()
@@ -153,6 +197,34 @@ class ConsumerBase:
             self._pending.reverse()
         return self._pending.pop()
 
+    def _poll_record(self, timeout: float) -> ConsumedRecord | None:
+        records = self._records
+        if records and self._native is not None and self._pid == _process_pid:
+            return records.pop()
+        self._live()
+        if self._deferred is not None:
+            error, self._deferred = self._deferred, None
+            raise error
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self._poll_message(timeout)
+            if message is None:
+                return None
+            try:
+                unpacked = consumed_records(message)
+            except PackDecodeError as error:
+                self._decode_errors += 1
+                if not self._skip_bad_packs:
+                    raise
+                _logger.warning("passing over a message (decode_errors='skip'): %s", error)
+                unpacked = []
+            if unpacked:
+                unpacked.reverse()
+                self._records = unpacked
+                return unpacked.pop()
+            # An empty pack, or a bad one passed over: the next message, in the time left.
+            timeout = max(0.0, deadline - time.monotonic())
+
     def poll_batch(self, timeout: float | None = 1.0) -> _core.Batch | None:
         """The next fetched batch whole, or None if none arrived within ``timeout``.
 
@@ -163,7 +235,7 @@ class ConsumerBase:
         out the messages of an earlier batch."""
         timeout = _wait_s(timeout)
         native = self._live()
-        if self._pending:
+        if self._buffered():
             raise ConfigError(
                 "poll_batch() while poll() has messages of a batch left to hand out",
                 key="poll_batch",
@@ -178,8 +250,9 @@ class ConsumerBase:
         self._track(batch)
         return batch
 
-    def consume(self, max_messages: int = 100, timeout: float | None = 1.0) -> list[Message]:
-        """Up to ``max_messages`` messages; returns early, possibly empty, after ``timeout``."""
+    def consume(self, max_messages: int = 100, timeout: float | None = 1.0) -> list[Item]:
+        """Up to ``max_messages`` messages (records, with ``decode``); returns early,
+        possibly empty, after ``timeout``."""
         if isinstance(max_messages, bool) or not isinstance(max_messages, int):
             raise ArgumentTypeError(
                 f"max_messages must be an int, got {type(max_messages).__name__}",
@@ -190,27 +263,35 @@ class ConsumerBase:
                 f"max_messages must be 1 or more, got {max_messages}", key="max_messages"
             )
         timeout = _wait_s(timeout)
-        messages: list[Message] = []
+        messages: list[Item] = []
         message = self.poll(timeout)
         while message is not None:
             messages.append(message)
             if len(messages) >= max_messages:
                 break
-            message = self.poll(0) if self._pending else None
+            try:
+                message = self.poll(0) if self._buffered() else None
+            except PackDecodeError as error:
+                # What was gathered is returned (it counts as handed out); the next
+                # poll raises the error.
+                self._deferred = error
+                break
         return messages
 
-    def __iter__(self) -> Iterator[Message]:
+    def __iter__(self) -> Iterator[Item]:
         while True:
             message = self.poll(1.0)
             if message is not None:
                 yield message
 
-    def commit(self, message: Message | _core.Batch | None = None) -> None:
+    def commit(self, message: Committable | None = None) -> None:
         """Marks ``message`` and every earlier message of its batch as processed; the
         batch is confirmed to the broker once its last message is committed. A ``Batch``
-        from ``poll_batch()`` is confirmed whole. Without an argument, every message
-        handed out so far is committed. Committing a message whose batch was confirmed
-        already does nothing; one whose batch was rolled back raises CommitError."""
+        from ``poll_batch()`` is confirmed whole. A record (``decode="inlongmsg"``)
+        commits its message if it is the pack's last, else only the messages before its
+        pack. Without an argument, every message handed out so far is committed.
+        Committing a message whose batch was confirmed already does nothing; one whose
+        batch was rolled back raises CommitError."""
         if message is None:
             native = self._live()
             for context, entry in list(self._outstanding.items()):
@@ -222,16 +303,19 @@ class ConsumerBase:
         native = self._live()
         target = self._outstanding.get(context)
         if target is None:
-            self._confirm_unknown(native, context, consumed=True)
+            # A record before its pack's last covers no message whole: it can only be
+            # told that its batch was rolled back.
+            partial = isinstance(message, ConsumedRecord) and not message.last
+            self._confirm_unknown(native, context, consumed=True, ask_core=not partial)
             return
         target.committed = max(target.committed, target.size if upto is None else upto)
         if target.committed == target.size:
             self._confirm(native, context, consumed=True)
 
-    def nack(self, message: Message | _core.Batch) -> None:
-        """Rolls back the batch ``message`` came in: the whole batch is delivered again
-        (its messages handed out already included), and its messages not handed out yet
-        are dropped from this consumer's hand-out."""
+    def nack(self, message: Committable) -> None:
+        """Rolls back the batch ``message`` (or record) came in: the whole batch is
+        delivered again (its messages handed out already included), and its messages
+        (records) not handed out yet are dropped from this consumer's hand-out."""
         context, _ = self._commit_target(message, "nack")
         native = self._live()
         if context in self._outstanding:
@@ -261,13 +345,15 @@ class ConsumerBase:
         answered by another master of the group than the call before: failovers seen),
         ``master_standby_answers`` ("not the active master" answers met) — and now: ``assigned``
         partition count, ``in_flight`` (messages fetched, not yet handed out) and ``lag``
-        per partition."""
+        per partition. ``decode_errors``: messages that were not valid InLongMsg packs
+        (``decode="inlongmsg"``)."""
         native = self._live()
         counters = dict(native.counters())
         counters["received"] = counters.pop("messages")
         counters["committed"] = counters.pop("commits")
         return {
             **counters,
+            "decode_errors": self._decode_errors,
             "assigned": len(native.held_partitions()),
             "in_flight": len(self._pending),
             "lag": {key: item["lag"] for key, item in self.offsets().items()},
@@ -307,6 +393,8 @@ class ConsumerBase:
         finally:
             self._native = None
             self._pending = []
+            self._records = []
+            self._deferred = None
             _lifecycle.untrack(self)
             native.close(timeout)
 
@@ -326,8 +414,8 @@ class ConsumerBase:
         self.close()
 
     def _buffered(self) -> bool:
-        """Whether the next poll() can return a message without waiting."""
-        return bool(self._pending)
+        """Whether the next poll() can return a message (record) without waiting."""
+        return bool(self._pending or self._records)
 
     # --- for subclasses ---
 
@@ -376,11 +464,17 @@ class ConsumerBase:
 
     def _handed_out(self, entry: _Unsettled) -> int:
         """How many of a batch's messages were handed out: all but those still pending
-        (only the batch being handed out has any)."""
+        (only the batch being handed out has any), and but the pack whose records are
+        still being handed out."""
+        context = entry.batch.confirm_context
+        handed_out = entry.size
         pending = self._pending
-        if pending and pending[0].confirm_context == entry.batch.confirm_context:
-            return entry.size - len(pending)
-        return entry.size
+        if pending and pending[0].confirm_context == context:
+            handed_out -= len(pending)
+        records = self._records
+        if records and records[0].message.confirm_context == context:
+            handed_out -= 1
+        return handed_out
 
     @staticmethod
     def _commit_target(message: object, verb: str) -> tuple[str, int | None]:
@@ -390,8 +484,11 @@ class ConsumerBase:
             return message.confirm_context, message.index + 1
         if isinstance(message, _core.Batch):
             return message.confirm_context, None
+        if isinstance(message, ConsumedRecord):
+            pack = message.message  # covered once its last record is
+            return pack.confirm_context, pack.index + (1 if message.last else 0)
         raise ArgumentTypeError(
-            f"{verb}(): message must be a Message or a Batch this consumer handed out, "
+            f"{verb}(): message must be a Message, a Batch or a record this consumer handed out, "
             f"got {type(message).__name__}",
             key="message",
         )
@@ -401,6 +498,8 @@ class ConsumerBase:
         del self._outstanding[context]
         if not consumed and self._pending and self._pending[0].confirm_context == context:
             self._pending = []  # rolled back: those messages come again with the batch
+        if not consumed and self._records and self._records[0].message.confirm_context == context:
+            self._records = []
         self._remember(context, consumed)
         try:
             native.confirm(context, consumed)
@@ -409,12 +508,15 @@ class ConsumerBase:
             self._remember(context, consumed=False)
             raise
 
-    def _confirm_unknown(self, native: _core.Consumer, context: str, consumed: bool) -> None:
+    def _confirm_unknown(
+        self, native: _core.Consumer, context: str, consumed: bool, ask_core: bool = True
+    ) -> None:
         """A commit or nack of a batch not outstanding here: answered from memory where
         it was settled recently, otherwise by the core (which refuses stale contexts)."""
         settled = self._settled.get(context)
         if settled is None:
-            native.confirm(context, consumed)
+            if ask_core:
+                native.confirm(context, consumed)
         elif consumed and not settled:
             raise CommitError(
                 2004,

@@ -22,13 +22,14 @@ import concurrent.futures
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from tubemq import producer as _producer
 from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
-from tubemq._consuming import ConsumerBase, Message, _wait_s
+from tubemq._consuming import Committable, ConsumerBase, Item, Message, _wait_s
 from tubemq.consumer import Consumer as _SyncConsumer
 from tubemq.errors import ClientClosedError
+from tubemq.inlong import ConsumedRecord
 from tubemq.producer import BytesLike, MsgTime, Partition, SendResult
 
 __all__ = ["Consumer", "Producer"]
@@ -154,25 +155,52 @@ class Producer:
         return self._sync
 
 
-class Consumer:
+class Consumer(Generic[Item]):
     """An asyncio member of a server-balanced group, with the configuration of
     :class:`tubemq.Consumer`. ``async for message in consumer`` iterates forever;
-    ``await consumer.poll(timeout)`` returns a message or None."""
+    ``await consumer.poll(timeout)`` returns a message or None (with
+    ``decode="inlongmsg"``: a :class:`tubemq.inlong.ConsumedRecord` or None)."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+    @overload
+    def __init__(
+        self: Consumer[Message],
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: Literal["none"] | None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Consumer[ConsumedRecord],
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: Literal["inlongmsg"],
+        **overrides: Any,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        if decode is not None:
+            overrides["decode"] = decode
         self._config = CONSUMER_SCHEMA.validate(config, overrides)
         self._thread = _OneThread("tubemq-aio-consumer")
-        self._sync: _SyncConsumer | None = None
+        self._sync: _SyncConsumer[Item] | None = None
         self._lock: asyncio.Lock | None = None  # one fetch or commit at a time
 
-    async def start(self) -> Consumer:
+    async def start(self) -> Consumer[Item]:
         """Joins the group (on the worker thread); returns the consumer."""
         if self._sync is None:
             self._lock = asyncio.Lock()
             self._sync = await self._thread.run(_SyncConsumer, self._config)
         return self
 
-    async def poll(self, timeout: float | None = 1.0) -> Message | None:
+    async def poll(self, timeout: float | None = 1.0) -> Item | None:
         timeout = _wait_s(timeout)
         consumer = self._live()
         async with self._serial():
@@ -180,15 +208,15 @@ class Consumer:
                 return consumer.poll(0)  # already fetched: no wait, no thread hop
             return await self._thread.run(consumer.poll, timeout)
 
-    async def commit(self, message: Message | None = None) -> None:
+    async def commit(self, message: Committable | None = None) -> None:
         """As :meth:`tubemq.Consumer.commit`: ``message`` and the earlier messages of its
-        batch; without an argument, everything handed out so far."""
+        batch (a record: as there); without an argument, everything handed out so far."""
         if message is not None:
             ConsumerBase._commit_target(message, "commit")
         async with self._serial():
             await self._thread.run(self._live().commit, message)
 
-    async def nack(self, message: Message) -> None:
+    async def nack(self, message: Committable) -> None:
         ConsumerBase._commit_target(message, "nack")
         async with self._serial():
             await self._thread.run(self._live().nack, message)
@@ -208,16 +236,16 @@ class Consumer:
                     await self._thread.run(consumer.close, timeout)
         self._thread.shutdown()
 
-    def __aiter__(self) -> AsyncIterator[Message]:
+    def __aiter__(self) -> AsyncIterator[Item]:
         return self._messages()
 
-    async def _messages(self) -> AsyncIterator[Message]:
+    async def _messages(self) -> AsyncIterator[Item]:
         while True:
             message = await self.poll(1.0)
             if message is not None:
                 yield message
 
-    async def __aenter__(self) -> Consumer:
+    async def __aenter__(self) -> Consumer[Item]:
         return await self.start()
 
     async def __aexit__(
@@ -233,7 +261,7 @@ class Consumer:
             raise ClientClosedError(2002, "the consumer is not started")
         return self._lock
 
-    def _live(self) -> _SyncConsumer:
+    def _live(self) -> _SyncConsumer[Item]:
         if self._sync is None:
             raise ClientClosedError(2002, "the consumer is not started or already closed")
         return self._sync

@@ -21,12 +21,13 @@ of one group agree.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from tubemq import _core, _log
 from tubemq._config import ASSIGNED_CONSUMER_SCHEMA, check_text, native_client_config
-from tubemq._consuming import INDEX_ENTRY_SIZE, ConsumerBase, _check_keys
+from tubemq._consuming import INDEX_ENTRY_SIZE, ConsumerBase, Item, Message, _check_keys
 from tubemq.errors import ArgumentTypeError, ConfigError
+from tubemq.inlong import ConsumedRecord
 
 PartitionMeta = _core.PartitionMeta
 
@@ -40,22 +41,46 @@ __all__ = [
 ]
 
 
-class AssignedConsumer(ConsumerBase):
+class AssignedConsumer(ConsumerBase[Item]):
     """A client-balanced consumer group member.
 
     ``AssignedConsumer(master=..., group="g", topics=["t"], source_count=2, node_id=0)``.
     The constructor registers with the master; nothing is held until :meth:`assign`.
+    ``decode="inlongmsg"`` hands out InLongMsg records, as for :class:`tubemq.Consumer`.
     """
 
     _kind = "assigned consumer"
+
+    @overload
+    def __init__(
+        self: AssignedConsumer[Message],
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: Literal["none"] | None = None,
+        stats_cb: Callable[[dict[str, Any]], Any] | None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: AssignedConsumer[ConsumedRecord],
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: Literal["inlongmsg"],
+        stats_cb: Callable[[dict[str, Any]], Any] | None = None,
+        **overrides: Any,
+    ) -> None: ...
 
     def __init__(
         self,
         config: Mapping[str, Any] | None = None,
         *,
+        decode: str | None = None,
         stats_cb: Callable[[dict[str, Any]], Any] | None = None,
         **overrides: Any,
     ) -> None:
+        if decode is not None:
+            overrides["decode"] = decode
         validated = ASSIGNED_CONSUMER_SCHEMA.validate(config, overrides)
         source_count, node_id = validated["source_count"], validated["node_id"]
         if source_count > 0 and not 0 <= node_id < source_count:
@@ -77,7 +102,7 @@ class AssignedConsumer(ConsumerBase):
         )
         super().__init__(validated, native, stats_cb)
 
-    def __enter__(self) -> AssignedConsumer:
+    def __enter__(self) -> AssignedConsumer[Item]:
         return self
 
     @property

@@ -3,7 +3,9 @@
 ``produce`` sends one message per input line (stdin or ``--file``); ``consume`` prints
 one message per line, as its value or as JSON, until ``--count`` messages arrived, no
 message arrived for ``--idle`` seconds while partitions were held, or Ctrl-C. Errors end
-the command with status 1 and the error on stderr.
+the command with status 1 and the error on stderr. ``consume --decode inlongmsg`` prints
+the records of InLongMsg packs instead (JSON adds the record's attributes, create time
+and place in its pack); a message that is not a pack is reported on stderr and passed over.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import IO, Any
 
 from tubemq.consumer import Consumer
 from tubemq.errors import TubeMQError
+from tubemq.inlong import ConsumedRecord, PackDecodeError
 from tubemq.producer import Producer
 
 
@@ -84,13 +87,24 @@ def _readable(text: str) -> str:
 
 
 def _as_json(message: Any) -> str:
-    value = bytes(message)
+    """A message, or a record of a pack (with the fields of its message)."""
+    if isinstance(message, ConsumedRecord):
+        record: dict[str, Any] = {
+            "record_attrs": message.attrs,
+            "create_time_ms": message.create_time_ms,
+            "position": message.position,
+            "count": message.count,
+        }
+        value, message = bytes(message.body), message.message
+    else:
+        record, value = {}, bytes(message)
     try:
         text: dict[str, Any] = {"value": value.decode("utf-8")}
     except UnicodeDecodeError:
         text = {"value_base64": base64.b64encode(value).decode("ascii")}
     return json.dumps(
         {
+            **record,
             "topic": message.topic,
             "partition": message.partition_key,
             "message_id": message.message_id,
@@ -108,11 +122,19 @@ def consume(args: argparse.Namespace) -> int:
     received = 0
     try:
         with Consumer(
-            master=args.master, group=args.group, topics=args.topic, consume_from=args.start
+            master=args.master,
+            group=args.group,
+            topics=args.topic,
+            consume_from=args.start,
+            decode=args.decode,
         ) as consumer:
             idle = 0.0
             while args.count is None or received < args.count:
-                message = consumer.poll(1.0)
+                try:
+                    message = consumer.poll(1.0)
+                except PackDecodeError as error:  # the next poll goes on after it
+                    print(f"tubemq consume: {error}", file=sys.stderr)
+                    continue
                 if message is None:
                     # Idle time counts once partitions are held: the first ones arrive
                     # with a rebalance, a few seconds after joining.
@@ -125,12 +147,14 @@ def consume(args: argparse.Namespace) -> int:
                 if args.format == "json":
                     out.write(_as_json(message) + "\n")
                 else:
-                    out.write(bytes(message).decode("utf-8", "replace") + "\n")
+                    value = message.body if isinstance(message, ConsumedRecord) else message
+                    out.write(bytes(value).decode("utf-8", "replace") + "\n")
                 out.flush()
     finally:
         if args.output:
             out.close()
-    print(f"received {received} message(s)", file=sys.stderr)
+    kind = "record" if args.decode == "inlongmsg" else "message"
+    print(f"received {received} {kind}(s)", file=sys.stderr)
     return 0
 
 
@@ -157,10 +181,16 @@ def parser(prog: str = "tubemq") -> argparse.ArgumentParser:
     c.add_argument(
         "--from", dest="start", default="latest", choices=("earliest", "latest", "max_always")
     )
-    c.add_argument("--count", type=int, help="stop after this many messages")
+    c.add_argument("--count", type=int, help="stop after this many messages (records)")
     c.add_argument("--idle", type=float, help="stop after this many seconds without a message")
     c.add_argument("--format", choices=("value", "json"), default="value")
     c.add_argument("--output", help="write to this file instead of stdout")
+    c.add_argument(
+        "--decode",
+        choices=("none", "inlongmsg"),
+        default="none",
+        help="inlongmsg: print the records of InLongMsg packs, not messages",
+    )
     c.set_defaults(run=consume)
     return top
 

@@ -8,16 +8,20 @@ fetches batches from the partitions it holds and hands out their messages one by
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from tubemq import _core, _log
 from tubemq._config import CONSUMER_SCHEMA, native_client_config
-from tubemq._consuming import ConsumerBase, Message
+from tubemq._consuming import ConsumerBase, Item, Message
+from tubemq.inlong import ConsumedRecord
 
 __all__ = ["Consumer", "Message"]
 
+PartitionsCallback = Callable[[list[str]], Any]
+StatsCallback = Callable[[dict[str, Any]], Any]
 
-class Consumer(ConsumerBase):
+
+class Consumer(ConsumerBase[Item]):
     """A member of a consumer group.
 
     ``Consumer(master="127.0.0.1:8715", group="g1", topics=["t1"])``; ``topics`` may be a
@@ -26,17 +30,47 @@ class Consumer(ConsumerBase):
     ``on_assign(keys)`` / ``on_revoke(keys)`` are called from ``poll()``, on the caller's
     thread, with the partition keys this member gained or lost since the last call.
     ``stats_cb(metrics)`` is called every ``stats_interval_ms`` from a thread of its own.
+
+    ``decode="inlongmsg"`` makes it a ``Consumer[ConsumedRecord]``: ``poll()`` hands out
+    the records of InLongMsg packs (pass it as a keyword for type checkers to see it).
     """
+
+    @overload
+    def __init__(
+        self: Consumer[Message],
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: Literal["none"] | None = None,
+        on_assign: PartitionsCallback | None = None,
+        on_revoke: PartitionsCallback | None = None,
+        stats_cb: StatsCallback | None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Consumer[ConsumedRecord],
+        config: Mapping[str, Any] | None = None,
+        *,
+        decode: Literal["inlongmsg"],
+        on_assign: PartitionsCallback | None = None,
+        on_revoke: PartitionsCallback | None = None,
+        stats_cb: StatsCallback | None = None,
+        **overrides: Any,
+    ) -> None: ...
 
     def __init__(
         self,
         config: Mapping[str, Any] | None = None,
         *,
-        on_assign: Callable[[list[str]], Any] | None = None,
-        on_revoke: Callable[[list[str]], Any] | None = None,
-        stats_cb: Callable[[dict[str, Any]], Any] | None = None,
+        decode: str | None = None,
+        on_assign: PartitionsCallback | None = None,
+        on_revoke: PartitionsCallback | None = None,
+        stats_cb: StatsCallback | None = None,
         **overrides: Any,
     ) -> None:
+        if decode is not None:
+            overrides["decode"] = decode
         validated = CONSUMER_SCHEMA.validate(config, overrides)
         self._on_assign = on_assign
         self._on_revoke = on_revoke
@@ -56,7 +90,7 @@ class Consumer(ConsumerBase):
         )
         super().__init__(validated, native, stats_cb)
 
-    def __enter__(self) -> Consumer:
+    def __enter__(self) -> Consumer[Item]:
         return self
 
     @property

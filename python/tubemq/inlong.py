@@ -10,6 +10,10 @@ header). A payload that is not a valid pack raises :class:`InLongMsgError` namin
 wrong and where; the native decoder checks every length before it uses it.
 
 ``encode(records, attrs=...)`` builds a pack that InLong's own ``InLongMsg`` class reads.
+
+A consumer made with ``decode="inlongmsg"`` hands out :class:`ConsumedRecord` s instead of
+messages (:mod:`tubemq._consuming` has the commit rule); a pack it cannot decode raises
+:class:`PackDecodeError`, naming the partition and the message.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from tubemq.errors import ArgumentTypeError, ConfigError, TubeMQError
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",
+    "ConsumedRecord",
     "InLongMsgError",
     "Pack",
+    "PackDecodeError",
     "Record",
     "decode",
     "decode_pack",
@@ -47,10 +53,11 @@ class InLongMsgError(TubeMQError, ValueError):
     ``malformed``, ``unsupported_encoding``, ``decompression``, ``attribute_format``,
     ``attribute_encoding``) and ``offset`` where, in bytes from the pack's start."""
 
-    def __init__(self, kind: str, offset: int, message: str) -> None:
-        super().__init__(INLONG_ERROR_CODE, f"{kind} at offset {offset}: {message}")
+    def __init__(self, kind: str, offset: int, message: str, where: str = "") -> None:
+        super().__init__(INLONG_ERROR_CODE, f"{where}{kind} at offset {offset}: {message}")
         self.kind = kind
         self.offset = offset
+        self.detail = message
 
     @property
     def retriable(self) -> bool:
@@ -71,6 +78,65 @@ class Record:
         if self.create_time_ms is None:
             return None
         return datetime.datetime.fromtimestamp(self.create_time_ms / 1000, datetime.timezone.utc)
+
+
+class PackDecodeError(InLongMsgError):
+    """A consumed message (``decode="inlongmsg"``) that is not a valid pack. Besides
+    ``kind`` and ``offset`` (in the pack) it names where the message is: ``topic``,
+    ``partition_key``, ``batch_offset`` (where its fetched batch starts), ``index`` (in
+    that batch) and ``message_id``; ``consumed_message`` is the message itself, to inspect,
+    store aside, ``commit()`` or ``nack()`` (``message`` is the error's text, as for
+    every :class:`TubeMQError`). The consumer counts the message as handed out: the
+    next ``poll()`` goes on with the next message."""
+
+    def __init__(self, error: InLongMsgError, message: _core.Message) -> None:
+        super().__init__(
+            error.kind,
+            error.offset,
+            error.detail,
+            where=f"{message.partition_key}: message {message.index} of the batch at offset "
+            f"{message.batch_offset} (message id {message.message_id}) is not a valid "
+            "InLongMsg pack: ",
+        )
+        self.consumed_message = message
+        self.topic = message.topic
+        self.partition_key = message.partition_key
+        self.batch_offset = message.batch_offset
+        self.index = message.index
+        self.message_id = message.message_id
+
+
+@dataclass(frozen=True)
+class ConsumedRecord(Record):
+    """A record handed out by a consumer with ``decode="inlongmsg"``: the record's
+    fields, the message (pack) it came from, its ``position`` in the pack and how many
+    records the pack holds (``count``). ``commit(record)`` commits the message once the
+    record is the pack's last (:mod:`tubemq._consuming`)."""
+
+    message: _core.Message
+    position: int
+    count: int
+
+    @property
+    def last(self) -> bool:
+        """Whether this is the last record of its pack."""
+        return self.position + 1 == self.count
+
+    @property
+    def topic(self) -> str:
+        return self.message.topic
+
+    @property
+    def partition_key(self) -> str:
+        return self.message.partition_key
+
+    @property
+    def batch_offset(self) -> int:
+        return self.message.batch_offset
+
+    @property
+    def message_id(self) -> int:
+        return self.message.message_id
 
 
 @dataclass(frozen=True)
@@ -134,6 +200,22 @@ def decode_pack(data: object, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSE
 def decode(data: object, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
     """The records of the pack in ``data`` (a message or bytes), in pack order."""
     return decode_pack(data, max_decompressed=max_decompressed).records
+
+
+def consumed_records(message: _core.Message) -> list[ConsumedRecord]:
+    """The records of a consumed message, each knowing where it came from; raises
+    :class:`PackDecodeError` naming the message if it is not a valid pack."""
+    try:
+        records = decode_pack(message).records
+    except InLongMsgError as error:
+        raise PackDecodeError(error, message) from None
+    count = len(records)
+    return [
+        ConsumedRecord(
+            record.body, record.attrs, record.raw_attr, record.create_time_ms, message, i, count
+        )
+        for i, record in enumerate(records)
+    ]
 
 
 def _attr_text(attrs: Attrs, name: str) -> str:

@@ -25,6 +25,15 @@ def _tubemq(*args: str, stdin: str | None = None, timeout: float = 120):
     return done.returncode, done.stdout, done.stderr
 
 
+def _consume_json(master: str, topic: str, *extra: str):
+    """``tubemq consume`` of a new group from the earliest message, as JSON, until idle."""
+    group = f"cli_{uuid.uuid4().hex[:8]}"
+    return _tubemq(
+        *("consume", "--master", master, "--topic", topic, "--group", group),
+        *("--from", "earliest", "--idle", "5", "--format", "json", *extra),
+    )
+
+
 def test_lines_produced_come_back_from_consume_as_values_and_json(master, topics):
     topic, marker = topics[4], f"cli_{uuid.uuid4().hex[:8]}"
     lines = [f"{marker} line {index}" for index in range(20)]
@@ -103,24 +112,31 @@ def test_consume_json_shows_attribute_bytes_that_are_not_utf8_as_replacements(
     attribute = b"$msgType$=" + "订单".encode("gbk") + b",k=\xff\xfe,ok=fine"
     reply = send_message(cluster.broker_address, topic, 0, marker.encode(), attribute)
     assert reply[2] == [200], reply
-    code, out, err = _tubemq(
-        "consume",
-        "--master",
-        master,
-        "--topic",
-        topic,
-        "--group",
-        f"cli_{uuid.uuid4().hex[:8]}",
-        "--from",
-        "earliest",
-        "--idle",
-        "5",
-        "--format",
-        "json",
-    )
+    code, out, err = _consume_json(master, topic)
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     mine = [record for record in records if record["value"] == marker]
     assert len(mine) == 1
     assert mine[0]["msg_type"] == "\ufffd" * 4  # GBK "订单": four bytes, none UTF-8
     assert mine[0]["attrs"] == {"k": "\ufffd\ufffd", "ok": "fine"}
+
+
+def test_consume_decode_prints_the_records_of_inlongmsg_packs(master, topics):
+    import tubemq
+    from tubemq import inlong
+
+    topic, marker = topics[5], f"cli_{uuid.uuid4().hex[:8]}"
+    with tubemq.Producer(master=master) as producer:
+        producer.publish(topic)
+        producer.send(topic, f"{marker} plain".encode(), key=marker)
+        records = [(f"{marker} r{i}".encode(), {"seq": str(i)}) for i in range(3)]
+        producer.send(topic, inlong.encode(records, attrs={"m": marker}, version=4), key=marker)
+    code, out, err = _consume_json(master, topic, "--decode", "inlongmsg")
+    assert code == 0, err
+    printed = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    mine = [r for r in printed if r["record_attrs"].get("m") == marker]
+    assert [(r["value"], r["record_attrs"]["seq"], r["position"], r["count"]) for r in mine] == [
+        (f"{marker} r{i}", str(i), i, 3) for i in range(3)
+    ]
+    assert len({r["message_id"] for r in mine}) == 1 and mine[0]["create_time_ms"] > 0
+    assert "is not a valid InLongMsg pack" in err and "record(s)" in err

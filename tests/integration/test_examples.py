@@ -50,3 +50,10 @@ def test_split_partitions_takes_this_nodes_share(master, topics):
         "3",
     )
     assert "node 1 of 2 holds ['1:" in out
+
+
+def test_inlong_records(master, topics):
+    out = _example("inlong_records.py", "--master", master, "--topic", topics[5])
+    lines = out.splitlines()
+    assert sum(line.startswith("record ") for line in lines) == 6
+    assert any(line.startswith("not a pack") for line in lines)

@@ -77,6 +77,10 @@ def test_options_are_case_insensitive_and_typed():
         ({"tubemq.group": "g"}, False, "tubemq.group"),
         ({"tubemq.rpc_timeout": "5"}, False, "tubemq.rpc_timeout"),
         ({"tubemq.rpc_timeout_ms": "soon"}, False, "tubemq.rpc_timeout_ms"),
+        ({"decode": "json"}, False, "decode"),
+        ({"decode": "inlongmsg", "decodeErrors": "ignore"}, True, "decodeErrors"),
+        ({"decodeErrors": "skip"}, False, "decodeErrors"),
+        ({"tubemq.decode": "inlongmsg"}, False, "tubemq.decode"),
     ],
 )
 def test_bad_source_options_raise_config_error_naming_the_option(extra, streaming, named):
@@ -84,6 +88,15 @@ def test_bad_source_options_raise_config_error_naming_the_option(extra, streamin
         source_options({**BASE, **extra}, streaming=streaming)
     assert caught.value.key.lower() == named.lower()
     assert named.lower() in str(caught.value).lower()
+
+
+def test_decode_options():
+    plain = source_options(BASE, streaming=False)
+    assert (plain.decode, plain.skip_bad_packs) == (False, False)
+    decoded = source_options({**BASE, "Decode": "InLongMsg"}, streaming=True)
+    assert (decoded.decode, decoded.skip_bad_packs) == (True, False)
+    skipping = source_options({**BASE, "decode": "inlongmsg", "decodeerrors": "skip"}, False)
+    assert (skipping.decode, skipping.skip_bad_packs) == (True, True)
 
 
 def test_unknown_option_suggests_the_close_one():

@@ -74,6 +74,8 @@ REFUSED_VALUES: dict[str, list[Any]] = {
     ],
     "group": ["", "1group", "g", "has space", "g,h", "g:h", "g" * 1025, "grüppe"],
     "consume_from": ["first", "EARLIEST", ""],
+    "decode": ["json", "InLongMsg", ""],
+    "decode_errors": ["ignore", "RAISE", ""],
     "bound_offsets": [{"nocolons": 0}, {"1:t:0": -1}, {"1:t:0": "0"}, {"1:t:0": True}],
     "session_key": ["s" * 1025, "a,b"],
     # A send timeout: finite, and at least 1 ms (below, the outcome is always unknown).

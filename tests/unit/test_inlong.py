@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import tubemq
+import tubemq.aio
 from tubemq import inlong
 
 
@@ -236,3 +237,35 @@ def test_bad_encode_arguments_are_config_errors(kwargs, key):
     with pytest.raises(tubemq.ConfigError) as info:
         inlong.encode(records, **kwargs)
     assert info.value.key == key
+
+
+@pytest.mark.parametrize(
+    ("make", "overrides", "key"),
+    [
+        (tubemq.Consumer, {"decode": "json"}, "decode"),
+        (tubemq.Consumer, {"decode": "inlongmsg", "decode_errors": "ignore"}, "decode_errors"),
+        (tubemq.AssignedConsumer, {"decode": "InLongMsg"}, "decode"),
+        (tubemq.aio.Consumer, {"decode": 1}, "decode"),
+    ],
+)
+def test_bad_decode_options_are_refused_before_any_connection(make, overrides, key):
+    with pytest.raises(tubemq.ConfigError) as caught:
+        make(master="127.0.0.1:1", group="group1", topics=["topic1"], **overrides)
+    assert caught.value.key == key
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_bad_record_attribute_is_reported_inside_the_pack(compress):
+    # The fuzzer's find: v3, a long group string, a record attribute item without '='.
+    pack = inlong.encode(
+        [(b"hello", {"seq": "1"}), (b"world", "seq81")],
+        attrs="m=0&iname=a-long-group-attribute-string",
+        version=3,
+        compress=compress,
+    )
+    with pytest.raises(inlong.InLongMsgError) as caught:
+        inlong.decode(pack)
+    assert caught.value.kind == "attribute_format" and "seq81" in str(caught.value)
+    assert 0 <= caught.value.offset < len(pack)
+    if not compress:
+        assert caught.value.offset == pack.index(b"seq81")

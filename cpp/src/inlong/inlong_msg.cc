@@ -215,9 +215,11 @@ bool ReadItems(Pack& pack, const Block& block, const std::string* raw_attr,
 }
 
 // Pairs (u32 msgLen >= 1, msg, u32 attrLen >= 1, attr)* filling `reader`'s block: v3
-// entries and the v4 layout B body. `common` is merged per `common_wins`.
+// entries (the group's attributes, at `group_attr_offset`, then the record's own, which
+// win) and the v4 layout B body (`common` wins over the record's own).
 bool ReadPairs(Pack& pack, const Block& block, std::string_view data, size_t data_offset,
-               const std::string& group_attr, const Attributes* common, DecodeError& error) {
+               const std::string& group_attr, size_t group_attr_offset,
+               const Attributes* common, DecodeError& error) {
   Reader reader(data, data_offset);
   while (reader.remaining() > 0) {
     const size_t at = PackOffset(block, reader);
@@ -242,19 +244,28 @@ bool ReadPairs(Pack& pack, const Block& block, std::string_view data, size_t dat
       error.offset = at;
       return false;
     }
+    // An error in the record's attributes is reported where they start in the pack, plus
+    // its place in them; inside a decompressed block, where the block starts (an offset
+    // into the decompressed bytes would point past the pack: the fuzzer found one).
+    const bool stored = block.index == 0;
+    const size_t attr_at = stored ? at + 8 + body.size() : block.base;
+    const auto in_block = [&] {
+      if (!stored) error.offset = block.base;
+      return false;
+    };
     std::string text;
-    if (!Text(attr, at, "record attributes", text, error)) return false;
+    if (!Text(attr, attr_at, "record attributes", text, error)) return in_block();
     Record record;
     record.block = block.index;
     record.offset = static_cast<size_t>(body.data() - block.data.data()) +
                     (block.index == 0 ? block.base : 0);
     record.length = body.size();
     if (common == nullptr) {  // v3: the group's string, '&', the private one
-      std::string raw = group_attr + "&" + text;
-      if (!Parse(raw, at, record.attrs, error)) return false;
-      record.raw_attr = std::move(raw);
+      if (!Parse(group_attr, group_attr_offset, record.attrs, error)) return false;
+      if (!Parse(text, attr_at, record.attrs, error)) return in_block();
+      record.raw_attr = group_attr + "&" + text;
     } else {  // v4 layout B: the common attributes win
-      if (!Parse(text, at, record.attrs, error)) return false;
+      if (!Parse(text, attr_at, record.attrs, error)) return in_block();
       for (const auto& [key, value] : *common) record.attrs[key] = value;
     }
     pack.records.push_back(std::move(record));
@@ -322,7 +333,8 @@ bool DecodeGroups(std::string_view pack_bytes, const DecodeOptions& options, Pac
           return false;
         }
         const size_t entry_offset = block.index == 0 ? at + 4 : block.base;
-        if (!ReadPairs(pack, block, entry, entry_offset, group_attr, nullptr, error)) {
+        if (!ReadPairs(pack, block, entry, entry_offset, group_attr, attr_offset, nullptr,
+                       error)) {
           return false;
         }
       }
@@ -404,7 +416,7 @@ bool DecodeV4(std::string_view pack_bytes, const DecodeOptions& options, Pack& p
   Block block;
   if (!OpenBlock(pack, body, body_offset, pack.compressed, options, block, error)) return false;
   if (pack.ext_field & kExtPrivateAttrs) {
-    return ReadPairs(pack, block, block.data, block.index == 0 ? block.base : 0, "", &common,
+    return ReadPairs(pack, block, block.data, block.index == 0 ? block.base : 0, "", 0, &common,
                      error);
   }
   return ReadItems(pack, block, nullptr, common, error);

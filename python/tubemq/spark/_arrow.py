@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import datetime
 import functools
+import logging
 from collections.abc import Collection, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from tubemq.inlong import PackDecodeError, consumed_records
+
+_logger = logging.getLogger("tubemq.spark")
 
 # The columns, in order, of what spark.read.format("tubemq") returns.
 SCHEMA_DDL = (
@@ -165,3 +170,66 @@ def record_batch(
 def concat(batches: Sequence[pa.RecordBatch]) -> pa.RecordBatch:
     """One record batch of several (of the source's schema)."""
     return batches[0] if len(batches) == 1 else pa.concat_batches(list(batches))
+
+
+# The columns with option("decode", "inlongmsg"): one row per record of a pack.
+DECODED_SCHEMA_DDL = (
+    "value binary, attrs map<string,string>, create_time timestamp, record_index int, "
+    "record_count int, topic string, partition string, batch_offset bigint, "
+    "message_id bigint, msg_type string, msg_time string"
+)
+
+_DECODED_SCHEMA = pa.schema(
+    [
+        *(_ARROW_SCHEMA.field(name) for name in ("value", "attrs")),
+        ("create_time", _ARROW_SCHEMA.field("timestamp").type),
+        ("record_index", pa.int32()),
+        ("record_count", pa.int32()),
+        *(
+            _ARROW_SCHEMA.field(name)
+            for name in ("topic", "partition", "batch_offset", "message_id", "msg_type", "msg_time")
+        ),
+    ]
+)
+
+
+def decoded_batch(
+    batch: Any,
+    kept: Collection[str] | None = None,
+    skip_ids: Collection[int] | None = None,
+    skip_bad_packs: bool = False,
+) -> pa.RecordBatch:
+    """The records of the InLongMsg packs in a fetched batch, one row each, of the
+    messages ``record_batch`` would keep. A message that is not a valid pack raises
+    :class:`tubemq.inlong.PackDecodeError`, or is logged and left out with
+    ``skip_bad_packs``."""
+    columns: list[list[Any]] = [[] for _ in _DECODED_SCHEMA]
+    value, attrs, create_time, index, count, topic, partition, offset, ids, types, times = columns
+    for message in batch.messages():
+        if kept is not None and message.msg_type not in kept:
+            continue
+        if skip_ids and message.message_id in skip_ids:
+            continue
+        try:
+            records = consumed_records(message)
+        except PackDecodeError as error:
+            if not skip_bad_packs:
+                raise
+            _logger.warning("tubemq source: leaving out (decodeErrors=skip) %s", error)
+            continue
+        kind, text = message.msg_type, message.msg_time
+        for record in records:
+            value.append(bytes(record.body))
+            attrs.append(list(record.attrs.items()))
+            stamp = record.create_time_ms
+            create_time.append(None if stamp is None else stamp * 1000)
+            index.append(record.position)
+            count.append(record.count)
+            topic.append(message.topic)
+            partition.append(message.partition_key)
+            offset.append(message.batch_offset)
+            ids.append(message.message_id)
+            types.append(None if kind is None else _readable(kind))
+            times.append(text)
+    arrays = [pa.array(column, type=f.type) for column, f in zip(columns, _DECODED_SCHEMA)]
+    return pa.RecordBatch.from_arrays(arrays, schema=_DECODED_SCHEMA)

@@ -36,7 +36,9 @@ _CLIENT_KEY_TYPES: dict[str, Any] = {
     key.name: key.type for key in (*CLIENT_KEYS, *CONSUMER_KEYS, *PRODUCER_KEYS)
 }
 # Keys the data source sets itself; a user may not override them through the prefix.
-_OWNED_CLIENT_KEYS = frozenset({"master", "group", "topics", "consume_from", "auto_commit"})
+_OWNED_CLIENT_KEYS = frozenset(
+    {"master", "group", "topics", "consume_from", "auto_commit", "decode", "decode_errors"}
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class SourceOptions:
     read_timeout_s: float
     occupied_retry_s: float
     client: Mapping[str, Any]
+    decode: bool = False  # one row per InLongMsg record
+    skip_bad_packs: bool = False  # decodeErrors=skip
 
     def consumer_config(self, group: str | None = None) -> dict[str, Any]:
         """The AssignedConsumer configuration of a reader (``group`` overrides the group)."""
@@ -108,6 +112,8 @@ _SOURCE_OPTIONS = {
     "failOnDataLoss": "fail when a start offset has been deleted (default true)",
     "readTimeoutMs": "fail a task that waits this long for data it planned to read",
     "partitionOccupiedRetryMs": "how long a task retries a partition another reader holds",
+    "decode": "'inlongmsg': one row per record of the InLongMsg packs (default 'none')",
+    "decodeErrors": "with decode: 'fail' (default) or 'skip' a message that is not a valid pack",
 }
 
 _SINK_OPTIONS = {
@@ -317,6 +323,13 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
             "option 'maxMessagesPerTrigger' applies to streaming queries only",
             key="maxMessagesPerTrigger",
         )
+    decode = _choice(options, "decode", ("none", "inlongmsg")) == "inlongmsg"
+    skip_bad_packs = _choice(options, "decodeErrors", ("fail", "skip")) == "skip"
+    if _get(options, "decodeErrors") is not None and not decode:
+        raise ConfigError(
+            "option 'decodeErrors' applies with option('decode', 'inlongmsg') only",
+            key="decodeErrors",
+        )
     return SourceOptions(
         master=_required(options, "master", "source"),
         topics=topics,
@@ -335,7 +348,21 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         read_timeout_s=(_int(options, "readTimeoutMs", 120_000, 1000) or 0) / 1000.0,
         occupied_retry_s=(_int(options, "partitionOccupiedRetryMs", 90_000, 0) or 0) / 1000.0,
         client=client_settings(options),
+        decode=decode,
+        skip_bad_packs=skip_bad_packs,
     )
+
+
+def _choice(options: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed`` (case-insensitive); the first when the option is absent."""
+    text = _get(options, name)
+    if text is None:
+        return allowed[0]
+    if text.lower() not in allowed:
+        raise ConfigError(
+            f"option '{name}' must be {' or '.join(map(repr, allowed))}, got {text!r}", key=name
+        )
+    return text.lower()
 
 
 def sink_options(options: Mapping[str, str]) -> SinkOptions:

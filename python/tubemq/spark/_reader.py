@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow as pa
 
 from tubemq.errors import PartitionOccupiedError, ServerError, TimeoutError, TubeMQError
+from tubemq.inlong import InLongMsgError
 from tubemq.spark import _clients
-from tubemq.spark._arrow import concat, record_batch
+from tubemq.spark._arrow import concat, decoded_batch, record_batch
 from tubemq.spark._offsets import ENTRY, ReadRange
 from tubemq.spark._options import SourceOptions
 
@@ -34,13 +35,16 @@ class DataLossError(RuntimeError):
 
 
 def read_range(part: ReadRange, options: SourceOptions) -> Iterator[pa.RecordBatch]:
-    """The messages of ``part`` kept by the filters, as record batches (runs in a task)."""
+    """The messages of ``part`` kept by the filters, as record batches (runs in a task);
+    with ``decode``, the records of their InLongMsg packs."""
     if part.end <= part.start:
         return
     consumer = _clients.assigned_consumer(options.consumer_config(part.group))
     healthy = True
     try:
         yield from _RangeRead(consumer, part, options).batches()
+    except InLongMsgError:
+        raise  # a bad pack (decodeErrors=fail): the client itself is fine
     except TubeMQError:
         healthy = False
         raise
@@ -92,7 +96,10 @@ class _RangeRead:
             if following > part.end:
                 beyond = self._ids_between(part.end, following)
                 following = part.end
-            chunk = record_batch(batch, kept=self._kept, skip_ids=beyond)
+            if self._options.decode:
+                chunk = decoded_batch(batch, self._kept, beyond, self._options.skip_bad_packs)
+            else:
+                chunk = record_batch(batch, kept=self._kept, skip_ids=beyond)
             if chunk.num_rows:
                 gathered.append(chunk)
                 rows += chunk.num_rows

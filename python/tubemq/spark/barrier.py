@@ -111,6 +111,14 @@ def consume_in_barrier(
         raise tubemq.ConfigError(
             f"consume_in_barrier sets {owned} itself; pass them as its arguments", key=owned[0]
         )
+    for name in ("decode", "decode_errors"):
+        if name in extra:  # it reads whole batches, which decode leaves as they are
+            raise tubemq.ConfigError(
+                f"consume_in_barrier does not decode InLongMsg packs ({name!r}); decode its "
+                "value column with tubemq.inlong.decode, or read with "
+                'spark.read.format("tubemq").option("decode", "inlongmsg")',
+                key=name,
+            )
     for name, value in (("max_messages", max_messages), ("batch_rows", batch_rows)):
         if value is not None and value < 1:
             raise tubemq.ConfigError(f"{name} must be at least 1, got {value}", key=name)

@@ -19,7 +19,7 @@ from pyspark.sql.datasource import (  # noqa: E402 - after the version check
 )
 from pyspark.sql.types import StructType  # noqa: E402
 
-from tubemq.spark._arrow import SCHEMA_DDL  # noqa: E402
+from tubemq.spark._arrow import DECODED_SCHEMA_DDL, SCHEMA_DDL  # noqa: E402
 from tubemq.spark._options import sink_options, source_options  # noqa: E402
 
 
@@ -31,7 +31,9 @@ class TubeMQDataSource(DataSource):
         return "tubemq"
 
     def schema(self) -> str:
-        return SCHEMA_DDL
+        # Checked in full by source_options(); here only which columns to announce.
+        decode = str(self.options.get("decode") or "").strip().lower()
+        return DECODED_SCHEMA_DDL if decode == "inlongmsg" else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from tubemq.spark.source import TubeMQBatchReader
