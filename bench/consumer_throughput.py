@@ -33,11 +33,11 @@ def cpu_seconds(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def produce_backlog(master: str, messages: int) -> None:
+def produce_backlog(master: str, messages: int, topic: str = TOPIC, value: bytes = VALUE) -> None:
     with tubemq.Producer(master=master, max_in_flight=20000) as producer:
-        producer.publish(TOPIC)
+        producer.publish(topic)
         for _ in range(messages):
-            producer.send_async(TOPIC, VALUE)
+            producer.send_async(topic, value)
         if producer.flush(timeout=600) != 0 or producer.counters()["sent_failed"]:
             raise RuntimeError("the backlog could not be produced")
 

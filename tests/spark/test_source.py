@@ -183,3 +183,28 @@ def test_starts_followed_by_other_partitions_messages_are_no_loss(spark, master,
         got = {r.message_id: (r.partition, bytes(r.value)) for r in rows.collect()}
         expected = {mid: (key, value) for mid, (key, value, at) in sent.items() if at >= low}
         assert got == expected, f"starting {entry} entries in"
+
+
+def test_repeated_queries_read_in_the_groups_their_processes_registered_once(
+    spark, cluster, master, known
+):
+    """A Python worker reads every range in one group and client of its own: a second and
+    third query register no new reader group at the master (only their planners)."""
+    topic, mark, start, sent = known
+    admin = tubemq.AdminClient(master, web=cluster.master_web_address)
+
+    def readers() -> set[str]:
+        return {g for g in admin.list_groups() if g.startswith("spark-") and "-plan" not in g}
+
+    def query() -> list[int]:
+        rows = read(spark, master, topic, startingOffsets=json.dumps(start)).collect()
+        return sorted(r.message_id for r in rows if bytes(r.value).startswith(mark.encode()))
+
+    # The same ranges read again in the kept groups: from the planned starts each time,
+    # never from where a group's earlier read ended.
+    assert query() == sorted(sent)
+    after_first = readers()
+    assert after_first  # the readers' groups are registered while their processes live
+    for _ in range(2):
+        assert query() == sorted(sent)
+    assert readers() <= after_first  # no new reader group, whatever the query

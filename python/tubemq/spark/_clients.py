@@ -20,7 +20,8 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from typing import Any, Callable, TypeVar
 
 import tubemq
@@ -58,6 +59,32 @@ def _cached(kind: str, config: Mapping[str, Any], create: Callable[[], _Client])
         return client
 
 
+_reader_groups: dict[tuple[str, ...], str] = {}
+_reader_groups_pid = os.getpid()
+
+
+def reader_group(master: str, topics: Iterable[str]) -> str:
+    """This process's consumer group for reading ``topics``, when the query names none.
+
+    A reader assigns each range at its planned offsets and never relies on what its group
+    committed, so the tasks of one process (Spark runs them one at a time) share a group
+    and its registered client across tasks and queries. The master wants every member of
+    a group to subscribe to the same topics: one group per master and topic set. Two
+    processes never share one: a killed task's retry, in another process, does not wait
+    for the dead registration.
+    """
+    global _reader_groups_pid
+    key = (master, *sorted(topics))
+    with _lock:
+        if _reader_groups_pid != os.getpid():
+            _reader_groups.clear()
+            _reader_groups_pid = os.getpid()
+        group = _reader_groups.get(key)
+        if group is None:
+            group = _reader_groups[key] = f"spark-{uuid.uuid4().hex[:12]}"
+        return group
+
+
 def producer(config: Mapping[str, Any]) -> tubemq.Producer:
     """This process's producer for ``config``."""
     return _cached("producer", config, lambda: tubemq.Producer(materialize(config)))
@@ -79,8 +106,11 @@ def _assigned_consumer_class() -> Any:
 
 
 def discard(client: Any) -> None:
-    """Closes a client that failed and drops it from the cache."""
+    """Closes a client that failed and drops it from the cache. The process's reader
+    groups are replaced too: the failed client may still hold a partition in one until
+    the broker expires its registration."""
     with _lock:
+        _reader_groups.clear()
         for key, cached in list(_clients.items()):
             if cached is client:
                 del _clients[key]

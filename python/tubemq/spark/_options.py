@@ -71,6 +71,11 @@ class SourceOptions:
     client: Mapping[str, Any]
     decode: bool = False  # one row per InLongMsg record
     skip_bad_packs: bool = False  # decodeErrors=skip
+    # Fetched batches a task reads ahead of Spark, on a thread (0: none, no thread).
+    prefetch_batches: int = 8
+    # Whether the user named the group (option ``group``); if not, each reader process
+    # reads in a group of its own, kept across tasks and queries (_clients.reader_group).
+    group_given: bool = False
 
     def consumer_config(self, group: str | None = None) -> dict[str, Any]:
         """The AssignedConsumer configuration of a reader (``group`` overrides the group)."""
@@ -103,7 +108,8 @@ _SOURCE_OPTIONS = {
     "master": "master addresses, 'host:port[,host:port]' (required)",
     "topic": "topic or comma-separated topics to read (required)",
     "topics": "alias of 'topic'",
-    "group": "consumer group of the readers (default: spark-<random>, one per query run)",
+    "group": "consumer group of the readers (default: one spark-<random> group per reader "
+    "process and topic set, kept across its tasks and queries)",
     "startingOffsets": "'earliest', 'latest' or JSON {partition key: offset}",
     "endingOffsets": "'latest' or JSON {partition key: offset} (batch queries only)",
     "filters": "msgTypes to keep: 'a,b' for every topic or JSON {topic: [msgType, ...]}",
@@ -111,6 +117,8 @@ _SOURCE_OPTIONS = {
     "maxMessagesPerTrigger": "at most this many messages per micro-batch (streaming)",
     "failOnDataLoss": "fail when a start offset has been deleted (default true)",
     "readTimeoutMs": "fail a task that waits this long for data it planned to read",
+    "prefetchBatches": "fetched batches a task reads ahead of Spark, on a thread of its own "
+    "(0: none)",
     "partitionOccupiedRetryMs": "how long a task retries a partition another reader holds",
     "decode": "'inlongmsg': one row per record of the InLongMsg packs (default 'none')",
     "decodeErrors": "with decode: 'fail' (default) or 'skip' a message that is not a valid pack",
@@ -350,6 +358,8 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         client=client_settings(options),
         decode=decode,
         skip_bad_packs=skip_bad_packs,
+        prefetch_batches=_int(options, "prefetchBatches", 8, 0) or 0,
+        group_given=_get(options, "group") is not None,
     )
 
 

@@ -1,15 +1,24 @@
 """One task's read: a partition from a start offset to an end offset, as Arrow batches.
 
-The task takes its process's cached client-balanced consumer, assigns the partition at
-the start offset, and polls until the message before the end offset has arrived. It never
-commits: Spark's plan (batch) or checkpoint (streaming) says what was read, so the same
-range read again yields the same messages. Messages of a msgType the ``filters`` option
-leaves out are read and dropped here, which keeps the end of a range exact.
+The task takes its process's cached client-balanced consumer (in the process's reader
+group for the topics, registered once for all its tasks, unless the query names a group),
+assigns the partition at the start offset, and polls until the message before the end
+offset has arrived. It never commits to a group anyone relies on: Spark's plan (batch)
+or checkpoint (streaming) says what was read, so the same range read again yields the
+same messages. Messages of a msgType the ``filters`` option leaves out are read and
+dropped here, which keeps the end of a range exact.
+
+The fetching runs on a thread of its own, ahead of Spark by at most ``prefetchBatches``
+fetched batches (option; 0 reads on the task's thread): while Spark writes one record
+batch to the JVM, the next fetch, its commit and its conversion to Arrow go on. The
+consumer is used by that thread alone until it has stopped.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,15 +28,15 @@ import pyarrow as pa
 from tubemq.errors import PartitionOccupiedError, ServerError, TimeoutError, TubeMQError
 from tubemq.inlong import InLongMsgError
 from tubemq.spark import _clients
-from tubemq.spark._arrow import concat, decoded_batch, record_batch
+from tubemq.spark._arrow import decoded_batch, record_batch
 from tubemq.spark._offsets import ENTRY, ReadRange
 from tubemq.spark._options import SourceOptions
 
 _logger = logging.getLogger("tubemq.spark")
 
-# Rows per Arrow batch handed to Spark, and messages asked of the consumer at once.
-BATCH_ROWS = 4096
 POLL_TIMEOUT_S = 0.5
+# How often a prefetching thread blocked on a full queue looks whether to stop.
+_STOP_CHECK_S = 0.1
 
 
 class DataLossError(RuntimeError):
@@ -39,10 +48,17 @@ def read_range(part: ReadRange, options: SourceOptions) -> Iterator[pa.RecordBat
     with ``decode``, the records of their InLongMsg packs."""
     if part.end <= part.start:
         return
-    consumer = _clients.assigned_consumer(options.consumer_config(part.group))
+    group = (
+        part.group if options.group_given else _clients.reader_group(options.master, options.topics)
+    )
+    consumer = _clients.assigned_consumer(options.consumer_config(group))
     healthy = True
+    reading = _RangeRead(consumer, part, options)
     try:
-        yield from _RangeRead(consumer, part, options).batches()
+        if options.prefetch_batches:
+            yield from reading.prefetched(options.prefetch_batches)
+        else:
+            yield from reading.batches()
     except InLongMsgError:
         raise  # a bad pack (decodeErrors=fail): the client itself is fine
     except TubeMQError:
@@ -57,6 +73,22 @@ def read_range(part: ReadRange, options: SourceOptions) -> Iterator[pa.RecordBat
                 healthy = False
         if not healthy:
             _clients.discard(consumer)
+
+
+class _Stopped(Exception):
+    """The task stopped reading (Spark closed the iterator): the fetching thread ends."""
+
+
+class _Failed:
+    """What the fetching thread raised, for the task's thread to raise again."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_DONE = object()
 
 
 class _RangeRead:
@@ -76,11 +108,52 @@ class _RangeRead:
         self._options = options
         kept = options.filters.get(part.topic)
         self._kept = frozenset(kept) if kept else None
+        self._stop = threading.Event()
+
+    def prefetched(self, depth: int) -> Iterator[pa.RecordBatch]:
+        """``batches()`` computed on a thread, at most ``depth`` record batches ahead."""
+        ahead: queue.Queue[Any] = queue.Queue(maxsize=depth)
+
+        def put(item: Any) -> bool:
+            while not self._stop.is_set():
+                try:
+                    ahead.put(item, timeout=_STOP_CHECK_S)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def fetch() -> None:
+            try:
+                for chunk in self.batches():
+                    if not put(chunk):
+                        return
+                put(_DONE)
+            except _Stopped:
+                pass
+            except BaseException as error:  # raised again on the task's thread
+                put(_Failed(error))
+
+        thread = threading.Thread(target=fetch, name=f"tubemq-read-{self._part.key}", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = ahead.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, _Failed):
+                    raise item.error
+                yield item
+        finally:
+            # Before the task releases the partition: the consumer is the thread's until
+            # it ends (within a poll timeout or an RPC deadline).
+            self._stop.set()
+            thread.join()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        """The range's messages, a record batch per fetched batch (no copy beyond the
+        one into Arrow)."""
         part = self._part
-        gathered: list[pa.RecordBatch] = []
-        rows = 0
         self._assign(part.start)
         self._check_start()
         position = part.start
@@ -101,14 +174,8 @@ class _RangeRead:
             else:
                 chunk = record_batch(batch, kept=self._kept, skip_ids=beyond)
             if chunk.num_rows:
-                gathered.append(chunk)
-                rows += chunk.num_rows
-            if rows >= BATCH_ROWS:
-                yield concat(gathered)
-                gathered, rows = [], 0
+                yield chunk
             position = max(following, position + ENTRY)
-        if gathered:
-            yield concat(gathered)
 
     def _check_start(self) -> None:
         """Whether the broker still holds the planned start. Its answer to the assignment
@@ -147,6 +214,8 @@ class _RangeRead:
         consumer, key = self._consumer, self._part.key
         last_progress = time.monotonic()
         while True:
+            if self._stop.is_set():
+                raise _Stopped()
             try:
                 batch = consumer.poll_batch(timeout=POLL_TIMEOUT_S)
             except PartitionOccupiedError:
@@ -203,7 +272,8 @@ class _RangeRead:
                 if time.monotonic() + delay > deadline:
                     raise
                 _logger.info("%s is occupied (%s); retrying in %.1f s", key, error, delay)
-                time.sleep(delay)
+                if self._stop.wait(delay):
+                    raise _Stopped() from None
                 delay = min(delay * 2, 5.0)
 
     def _loss(self, text: str) -> None:
