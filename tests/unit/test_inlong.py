@@ -240,6 +240,20 @@ def test_bad_encode_arguments_are_config_errors(kwargs, key):
 
 
 @pytest.mark.parametrize(
+    ("records", "version", "said"),
+    [
+        ([(b"a", {"k": "v"}), (b"b", {})], 4, "record 1 has no attributes of its own"),
+        ([(b"a", {"k": "v"}), (b"", {"k": "w"})], 4, "record 1 has an empty body"),
+        ([(b"a", {"k": "v"}), b"b"], 3, "record 1 has no attributes of its own"),
+    ],
+)
+def test_a_record_the_layout_cannot_carry_is_named(records, version, said):
+    with pytest.raises(tubemq.ConfigError) as info:
+        inlong.encode(records, version=version, attrs={"g": "1"})
+    assert said in str(info.value) and f"v{version} pack" in str(info.value)
+
+
+@pytest.mark.parametrize(
     ("make", "overrides", "key"),
     [
         (tubemq.Consumer, {"decode": "json"}, "decode"),

@@ -520,6 +520,21 @@ bool Decode(std::string_view pack_bytes, const DecodeOptions& options, Pack& out
                           : DecodeGroups(pack_bytes, options, out, error);
 }
 
+namespace {
+
+// Names the record and the rule: InLong's own decoders read an empty body or an empty
+// private attribute string in these layouts as a malformed pack.
+std::string RecordNeedsBodyAndAttrs(const EncodeRecord& record,
+                                    const std::vector<EncodeRecord>& records,
+                                    const std::string& who) {
+  const auto index = static_cast<size_t>(&record - records.data());
+  return "record " + std::to_string(index) + " has " +
+         (record.body.empty() ? "an empty body" : "no attributes of its own") + ": " + who +
+         " needs a non-empty body and attributes (InLong's decoders refuse empty ones)";
+}
+
+}  // namespace
+
 bool Encode(const std::vector<EncodeRecord>& records, const EncodeOptions& options,
             std::string& out, std::string& error) {
   const int version = options.version;
@@ -536,7 +551,9 @@ bool Encode(const std::vector<EncodeRecord>& records, const EncodeOptions& optio
     std::string body;
     for (const auto& record : records) {
       if (private_attrs && (record.body.empty() || record.attr.empty())) {
-        error = "with per-record attributes every record needs a body and attributes";
+        error = RecordNeedsBodyAndAttrs(record, records,
+                                        "when any record of a v4 pack has attributes of "
+                                        "its own, every record");
         return false;
       }
       PutUint(body, record.body.size(), 4);
@@ -603,7 +620,7 @@ bool Encode(const std::vector<EncodeRecord>& records, const EncodeOptions& optio
         std::string entry;
         for (const EncodeRecord* record : members) {
           if (record->body.empty() || record->attr.empty()) {
-            error = "a v3 record needs a body and its own attributes";
+            error = RecordNeedsBodyAndAttrs(*record, records, "every record of a v3 pack");
             return false;
           }
           PutUint(entry, record->body.size(), 4);
