@@ -9,6 +9,7 @@
 #include "MasterService.pb.h"
 #include "log/log.h"
 #include "meta/client_id.h"
+#include "service/retry_pause.h"
 #include "service/rpc_call.h"
 #include "tubemq/version.h"
 
@@ -214,15 +215,12 @@ void Consumer::Impl::AfterRegisterAttempt(const Status& result, int attempts_lef
     return;
   }
   TUBEMQ_LOG_WARN("consumer registration failed (" << result.message() << "); retrying");
-  auto timer = std::make_shared<asio::steady_timer>(
-      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms));
-  timer->async_wait(
-      [self = shared_from_this(), timer, attempts_left, done](const asio::error_code&) {
-        if (self->Closing()) {
-          done(Status(ErrorCode::kClientShutdown, "the consumer was closed while registering"));
-          return;
-        }
-        self->Register(attempts_left - 1, done);
+  auto self = shared_from_this();
+  service::AfterRetryPause(
+      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms),
+      [self] { return !self->Closing(); }, "the consumer was closed while registering",
+      std::move(done), [self, attempts_left](Done next_done) {
+        self->Register(attempts_left - 1, std::move(next_done));
       });
 }
 

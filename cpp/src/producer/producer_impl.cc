@@ -7,6 +7,7 @@
 #include "meta/client_id.h"
 #include "meta/text.h"
 #include "meta/message_data.h"
+#include "service/retry_pause.h"
 #include "tubemq/version.h"
 
 namespace tubemq {
@@ -125,21 +126,17 @@ void Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& rep
     return;
   }
   TUBEMQ_LOG_WARN("producer registration failed (" << result.message() << "); retrying");
-  auto timer = std::make_shared<asio::steady_timer>(
-      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms));
-  timer->async_wait([self = shared_from_this(), timer, attempts_left, done](
-                        const asio::error_code&) {
-    bool closing;
-    {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      closing = self->state_ == State::kClosing || self->state_ == State::kClosed;
-    }
-    if (closing) {
-      done(Status(ErrorCode::kClientShutdown, "the producer was closed while registering"));
-      return;
-    }
-    self->Register(attempts_left - 1, done);
-  });
+  auto self = shared_from_this();
+  service::AfterRetryPause(
+      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms),
+      [self] {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        return self->state_ != State::kClosing && self->state_ != State::kClosed;
+      },
+      "the producer was closed while registering", std::move(done),
+      [self, attempts_left](Done next_done) {
+        self->Register(attempts_left - 1, std::move(next_done));
+      });
 }
 
 void Producer::Impl::ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items) {
@@ -340,19 +337,16 @@ void Producer::Impl::AwaitPublishable(std::vector<std::string> topics, int attem
       done(result);
       return;
     }
-    auto timer = std::make_shared<asio::steady_timer>(
-        self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms));
-    timer->async_wait([self, timer, topics = std::move(topics), attempts_left,
-                       done](const asio::error_code&) mutable {
-      {
-        std::lock_guard<std::mutex> lock(self->mutex_);
-        if (self->state_ != State::kRunning) {
-          done(Status(ErrorCode::kClientShutdown, "the producer was closed while publishing"));
-          return;
-        }
-      }
-      self->AwaitPublishable(std::move(topics), attempts_left - 1, std::move(done));
-    });
+    service::AfterRetryPause(
+        self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms),
+        [self] {
+          std::lock_guard<std::mutex> lock(self->mutex_);
+          return self->state_ == State::kRunning;
+        },
+        "the producer was closed while publishing", std::move(done),
+        [self, topics = std::move(topics), attempts_left](Done next_done) mutable {
+          self->AwaitPublishable(std::move(topics), attempts_left - 1, std::move(next_done));
+        });
   });
 }
 
