@@ -122,6 +122,21 @@ class ConsumedRecord(Record):
         """Whether this is the last record of its pack."""
         return self.position + 1 == self.count
 
+    # A poll loop written for plain messages reads these names; they mean the same here
+    # (and are the Spark source's column names with decode).
+    @property
+    def value(self) -> memoryview:
+        """The record's body (``body``), as ``Message.value`` is a message's."""
+        return self.body
+
+    @property
+    def msg_type(self) -> str | None:
+        return self.message.msg_type
+
+    @property
+    def msg_time(self) -> str | None:
+        return self.message.msg_time
+
     @property
     def topic(self) -> str:
         return self.message.topic

@@ -43,7 +43,7 @@ def send(master: str, topic: str, payloads: list[bytes], key: str) -> None:
     with tubemq.Producer(master=master) as producer:
         producer.publish(topic)
         for payload in payloads:
-            producer.send(topic, payload, key=key, msg_type="inl")
+            producer.send(topic, payload, key=key, msg_type="inl", msg_time="202501021530")
 
 
 def pack(mark: str, name: str, count: int, **options) -> bytes:
@@ -102,6 +102,9 @@ def test_records_errors_and_provenance(master, topics):
     assert first.create_time_ms == 1_700_000_000_123
     assert first.create_time is not None and first.create_time.year == 2023
     assert first.topic == topic and first.message.msg_type == "inl"
+    # Read as a poll loop written for plain messages reads them:
+    assert bytes(first.value) == bytes(first.body) and first.msg_type == "inl"
+    assert first.msg_time == "202501021530"
     assert [r.last for r in records[:3]] == [False, False, True]
     # One partition, so one key for all; the three records of a pack share its message.
     assert len({r.partition_key for r in records}) == 1
