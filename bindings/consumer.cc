@@ -68,20 +68,15 @@ class PyConsumer {
 
   // A batch, or None when nothing arrived within `timeout` seconds.
   std::optional<std::shared_ptr<const ReceivedBatch>> Poll(double timeout) {
-    using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(timeout));
-    for (;;) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      const auto slice = std::max(std::chrono::milliseconds(0), std::min(left, kWaitSlice));
-      auto batch = std::make_shared<ReceivedBatch>();
+    std::shared_ptr<ReceivedBatch> batch;
+    const bool arrived = WaitInSlices(DeadlineAfter(timeout), [&](std::chrono::milliseconds slice) {
+      batch = std::make_shared<ReceivedBatch>();
       const Status status = WithoutGil([&] { return consumer_->Poll(slice, *batch); });
-      if (status.ok()) return std::shared_ptr<const ReceivedBatch>(std::move(batch));
-      if (!NothingNow(status.code())) ThrowStatus(status);
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (Clock::now() >= deadline) return std::nullopt;
-    }
+      if (!status.ok() && !NothingNow(status.code())) ThrowStatus(status);
+      return status.ok();
+    });
+    if (!arrived) return std::nullopt;
+    return std::shared_ptr<const ReceivedBatch>(std::move(batch));
   }
 
   // Client-balanced mode: each call blocks for at most a few RPC timeouts.

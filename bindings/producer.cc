@@ -145,27 +145,20 @@ class PyProducer {
   // slices) or, when the caller must not block, fail with QueueFullError at once.
   void AcquireSlot(bool block, std::optional<std::chrono::steady_clock::time_point> deadline,
                    std::optional<double> timeout) {
-    for (;;) {
-      auto wait = block ? kWaitSlice : std::chrono::milliseconds(0);
-      if (deadline) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            *deadline - std::chrono::steady_clock::now());
-        wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
-      }
-      const bool acquired = WithoutGil([&] { return producer_->AcquireSendSlot(wait); });
-      if (acquired) return;
-      if (!block) {
-        ThrowStatus(Status(ErrorCode::kQueueFull,
-                           "the in-flight window is full (max_in_flight sends await their "
-                           "replies); retry later, flush(), or set block_on_full"));
-      }
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (deadline && std::chrono::steady_clock::now() >= *deadline) {
-        // Nothing was sent: an ordinary, retriable timeout.
-        ThrowStatus(Status(ErrorCode::kRequestTimeout,
-                           "no place in the in-flight window within " +
-                               std::to_string(*timeout) + " s; nothing was sent"));
-      }
+    const auto acquire = [&](std::chrono::milliseconds wait) {
+      return WithoutGil([&] { return producer_->AcquireSendSlot(wait); });
+    };
+    if (!block) {
+      if (acquire(std::chrono::milliseconds(0))) return;
+      ThrowStatus(Status(ErrorCode::kQueueFull,
+                         "the in-flight window is full (max_in_flight sends await their "
+                         "replies); retry later, flush(), or set block_on_full"));
+    }
+    if (!WaitInSlices(deadline, acquire)) {
+      // Nothing was sent: an ordinary, retriable timeout.
+      ThrowStatus(Status(ErrorCode::kRequestTimeout, "no place in the in-flight window within " +
+                                                         std::to_string(*timeout) +
+                                                         " s; nothing was sent"));
     }
   }
 

@@ -62,11 +62,13 @@ auto WithoutGil(Work&& work) -> decltype(work()) {
   }
 }
 
-// Waits until `future` is ready or `deadline` (none: no bound) passes; returns whether
-// it is ready. Raises the pending Python exception on a signal (KeyboardInterrupt).
-template <typename T>
-bool WaitUntil(std::future<T>& future,
-               std::optional<std::chrono::steady_clock::time_point> deadline) {
+// The loop every blocking call of the bindings waits in. `attempt(slice)` waits at
+// most `slice` (with the GIL released) and says whether it is done; between attempts
+// a signal raises the pending Python exception (KeyboardInterrupt). Returns whether an
+// attempt succeeded before `deadline` (none: no bound) passed.
+template <typename Attempt>
+bool WaitInSlices(std::optional<std::chrono::steady_clock::time_point> deadline,
+                  Attempt&& attempt) {
   using Clock = std::chrono::steady_clock;
   for (;;) {
     auto slice = kWaitSlice;
@@ -75,11 +77,19 @@ bool WaitUntil(std::future<T>& future,
           std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
       slice = std::max(std::chrono::milliseconds(0), std::min(slice, left));
     }
-    const std::future_status state = WithoutGil([&] { return future.wait_for(slice); });
-    if (state == std::future_status::ready) return true;
+    if (attempt(slice)) return true;
     if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
     if (deadline && Clock::now() >= *deadline) return false;
   }
+}
+
+// Waits until `future` is ready or `deadline` passes; returns whether it is ready.
+template <typename T>
+bool WaitUntil(std::future<T>& future,
+               std::optional<std::chrono::steady_clock::time_point> deadline) {
+  return WaitInSlices(deadline, [&](std::chrono::milliseconds slice) {
+    return WithoutGil([&] { return future.wait_for(slice); }) == std::future_status::ready;
+  });
 }
 
 // The deadline `timeout_s` seconds from now; none for None. The facade refuses
