@@ -1,5 +1,5 @@
 """Authentication against a master that requires it for producers and consumers, and
-topic authorization of consumer groups (protocol.md §8, server.md §4.7 and §5)."""
+topic authorization of consumer groups (protocol.md §8; the server side in docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TLS to a cluster whose master and broker serve TLS on ports of their own (server.md §5,
+"""TLS to a cluster whose master and broker serve TLS on ports of their own (docs/security.md,
 behaviour.md §1.4): messages round-trip with the server certificate verified against the
 harness's CA file; a wrong CA, a host name the certificate does not carry, plaintext to a
 TLS port and TLS to a plain port each fail fast with a typed error that says why."""

@@ -51,7 +51,7 @@ def inlong_java(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _parse(attr: str) -> frozenset[tuple[str, str]]:
-    """The spec's §7.2: items split at '&', empty ones skipped, key before the first '='."""
+    """InLong's attribute strings: split at '&', empties skipped, key before the first '='."""
     out: dict[str, str] = {}
     for item in attr.split("&"):
         if item:

@@ -39,7 +39,7 @@ def test_a_consumed_pack_decodes_from_the_message(master, topics):
 
 
 def test_v0_packs_are_read():
-    # Version 0: version 1 without the create time (spec §6.6); only old senders write it.
+    # Version 0: version 1 without the create time; only old senders write it.
     v1 = inlong.encode([b"old"], attrs="a=1", create_time_ms=5)
     v0 = b"\x0f\x00" + v1[10:-2] + b"\x0f\x00"
     pack = inlong.decode_pack(v0)

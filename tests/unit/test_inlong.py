@@ -1,6 +1,6 @@
-"""tubemq.inlong without Java: the worked examples of the spec (inlongmsg.md §11) decode
+"""tubemq.inlong without Java: worked examples of the format (docs/inlong.md) decode
 as stated and our encoder rebuilds them byte for byte; every malformed pack is one typed
-InLongMsgError (§8); bodies are views, not copies."""
+InLongMsgError; bodies are views, not copies."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ struct Record {
   uint32_t block = 0;  // 0: the pack itself; k: Pack::blocks[k - 1]
   size_t offset = 0;
   size_t length = 0;
-  Attributes attrs;                     // merged as the spec's §7.3 says
+  Attributes attrs;                     // merged as InLong merges them (docs/inlong.md)
   std::optional<std::string> raw_attr;  // v0-v3: the attribute string of the record
 };
 
@@ -68,7 +68,7 @@ struct DecodeOptions {
   size_t max_decompressed = 64u << 20;  // per block; the spec's suggested cap
 };
 
-// The cheap frame check alone (spec §1 rules 1-3).
+// The cheap frame check alone: 0F at both ends, the same version byte after the first and last.
 bool IsInLongMsg(std::string_view pack);
 
 // Decodes `pack`; false with `error` set when it is not a valid pack.

@@ -121,7 +121,7 @@ def server_classpath() -> list[Path]:
     )
 
 
-INLONG_COMMON_VERSION = "1.5.0"  # the newest inlong-common on Maven Central (inlongmsg.md §10)
+INLONG_COMMON_VERSION = "1.5.0"  # the newest inlong-common on Maven Central (docs/inlong.md)
 
 
 def _inlong_common_pom() -> str:
