@@ -1,22 +1,20 @@
-// tubemq._core.Consumer, Batch and Message. Polls wait in short slices with the GIL
-// released and signals checked between them; message values are exposed through the
-// buffer protocol as views into the fetched bytes (no copy).
+// tubemq._core.Consumer and PartitionMeta: the native consumer of both kinds. Polls wait
+// in short slices with the GIL released and signals checked between them (wait.h); what
+// a poll returns is a Batch of Messages (message.cc).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <climits>
 #include <cstdint>
-#include <cstring>
-#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "errors.h"
 #include "text.h"
 #include "tubemq/consumer.h"
-#include "tubemq/utf8.h"
 #include "wait.h"
 
 namespace py = pybind11;
@@ -28,13 +26,6 @@ bool NothingNow(ErrorCode code) {
   return code == ErrorCode::kNotFound || code == ErrorCode::kNoPartitionAssigned ||
          code == ErrorCode::kAllPartitionWaiting || code == ErrorCode::kAllPartitionInUse;
 }
-
-// One message of a batch; keeps the batch (and so its bytes) alive.
-struct PyMessage {
-  std::shared_ptr<const ReceivedBatch> batch;
-  size_t index = 0;
-  const ReceivedMessage& message() const { return batch->messages[index]; }
-};
 
 ConsumePosition ParsePosition(const std::string& text) {
   if (text == "earliest") return ConsumePosition::kEarliest;
@@ -118,247 +109,15 @@ class PyConsumer {
   std::unique_ptr<Consumer> consumer_;
 };
 
-// Arrow-layout buffers of a batch's string column: int32 offsets (count + 1) and the
-// concatenated bytes; a validity bitmap when some entries are absent (empty).
-//
-// Arrow and Spark strings are UTF-8 by definition, and Spark trusts them to be, but
-// msgType and attributes are whatever bytes a producer wrote: each ill-formed sequence
-// goes in as U+FFFD (one per maximal subpart, as Python's "replace" shows it; the Java
-// client too shows U+FFFD). Well-formed text is copied unchanged, after one scan.
-struct StringColumn {
-  std::string offsets;
-  std::string data;
-  std::string validity;  // empty: every entry present
-  int64_t nulls = 0;
-
-  void Reserve(size_t count) { offsets.reserve((count + 1) * sizeof(int32_t)); }
-  void AppendOffset() {
-    const auto end = static_cast<int32_t>(data.size());
-    offsets.append(reinterpret_cast<const char*>(&end), sizeof end);
-  }
-  void Add(std::string_view value) {
-    AppendUtf8Replacing(value, data);
-    AppendOffset();
-  }
-  // For text already known to be well-formed.
-  void AddValid(std::string_view value) {
-    data.append(value);
-    AppendOffset();
-  }
-  // An empty value counts as absent (null), as Message.msg_type / msg_time say None.
-  void AddOptional(std::string_view value, size_t index, size_t count) {
-    if (value.empty()) {
-      if (validity.empty()) validity.assign((count + 7) / 8, static_cast<char>(0xff));
-      validity[index / 8] = static_cast<char>(validity[index / 8] & ~(1 << (index % 8)));
-      ++nulls;
-    }
-    Add(value);
-  }
-  py::tuple ToPython() const {
-    return py::make_tuple(py::bytes(offsets), py::bytes(data),
-                          validity.empty() ? py::object(py::none()) : py::bytes(validity), nulls);
-  }
-};
-
-// The batch as Arrow buffers, built without a Python object per message (design.md §5):
-// (count, values, message_ids, msg_types, msg_times, (attr_offsets, keys, items)), where
-// each string column is (offsets, data, validity or None, null count) and message_ids
-// is little-endian int64s. Each value is copied once, into `values`' data.
-py::tuple ArrowColumns(const ReceivedBatch& batch) {
-  const size_t count = batch.messages.size();
-  size_t body_bytes = 0, pairs = 0;
-  for (const auto& message : batch.messages) {
-    body_bytes += message.body.size();
-    pairs += message.properties.size();
-  }
-  if (body_bytes > static_cast<size_t>(INT32_MAX)) {
-    ThrowStatus(Status(ErrorCode::kInvalidArgument, "batch too large for 32-bit Arrow offsets"));
-  }
-  // The values go straight from the fetched bytes into the Python object Arrow wraps.
-  auto body = py::reinterpret_steal<py::bytes>(
-      PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(body_bytes)));
-  if (!body) throw py::error_already_set();
-  char* out = PyBytes_AS_STRING(body.ptr());
-  std::string value_offsets;
-  StringColumn types, times, keys, items;
-  std::string ids, attr_offsets;
-  {
-    py::gil_scoped_release release;
-    value_offsets.reserve((count + 1) * sizeof(int32_t));
-    int32_t position = 0;
-    value_offsets.append(reinterpret_cast<const char*>(&position), sizeof position);
-    for (const auto& message : batch.messages) {
-      std::memcpy(out + position, message.body.data(), message.body.size());
-      position += static_cast<int32_t>(message.body.size());
-      value_offsets.append(reinterpret_cast<const char*>(&position), sizeof position);
-    }
-    types.Reserve(count);
-    times.Reserve(count);
-    keys.Reserve(pairs);
-    items.Reserve(pairs);
-    ids.reserve(count * sizeof(int64_t));
-    for (StringColumn* column : {&types, &times, &keys, &items}) column->AppendOffset();
-    int32_t pair_count = 0;
-    attr_offsets.append(reinterpret_cast<const char*>(&pair_count), sizeof pair_count);
-    // A message's attribute keys as the column shows them: views of the fetched keys, or
-    // of their replaced form in `replaced` (a deque: its strings never move).
-    std::vector<std::string_view> shown;
-    std::deque<std::string> replaced;
-    for (size_t index = 0; index < count; ++index) {
-      const auto& message = batch.messages[index];
-      const int64_t id = message.message_id;
-      ids.append(reinterpret_cast<const char*>(&id), sizeof id);
-      types.AddOptional(message.msg_type, index, count);
-      times.AddOptional(message.msg_time, index, count);
-      const auto& properties = message.properties;
-      shown.clear();
-      replaced.clear();
-      for (const auto& property : properties) {
-        if (IsValidUtf8(property.first)) {
-          shown.emplace_back(property.first);
-        } else {
-          AppendUtf8Replacing(property.first, replaced.emplace_back());
-          shown.emplace_back(replaced.back());
-        }
-      }
-      for (size_t at = 0; at < properties.size(); ++at) {
-        // A key given twice keeps its last value, as Message.attrs (a dict) does. Keys
-        // are compared as shown, so that two bad keys that both read as U+FFFD cannot
-        // put one key into a map twice (Spark refuses such maps).
-        bool repeated = false;
-        for (size_t later = at + 1; later < properties.size() && !repeated; ++later) {
-          repeated = shown[later] == shown[at];
-        }
-        if (repeated) continue;
-        keys.AddValid(shown[at]);
-        items.Add(properties[at].second);
-        ++pair_count;
-      }
-      attr_offsets.append(reinterpret_cast<const char*>(&pair_count), sizeof pair_count);
-    }
-  }
-  py::tuple values = py::make_tuple(py::bytes(value_offsets), body, py::none(), 0);
-  return py::make_tuple(count, values, py::bytes(ids), types.ToPython(),
-                        times.ToPython(),
-                        py::make_tuple(py::bytes(attr_offsets), keys.ToPython(), items.ToPython()));
-}
-
-// msgType / msgTime: None when the message has none.
-py::object OptionalText(const std::string& text) {
-  return text.empty() ? py::object(py::none()) : py::object(WireText(text));
-}
-
 py::list TextList(const std::vector<std::string>& names) {
   py::list out;
   for (const std::string& name : names) out.append(WireText(name));
   return out;
 }
 
-// Message(topic='demo', partition_key='1:demo:0', message_id=42, value=b'abc' (3 bytes)):
-// the value cut to its first bytes, so that printing a message never floods a log.
-py::str MessageRepr(const PyMessage& self) {
-  constexpr size_t kShown = 20;
-  const std::string_view body = self.message().body;
-  const std::string_view head = body.substr(0, kShown);
-  return py::str("Message(topic={!r}, partition_key={!r}, message_id={}, value={!r}{} ({} "
-                 "bytes))")
-      .format(WireText(self.batch->topic), WireText(self.batch->partition_key),
-              self.message().message_id, py::bytes(head.data(), head.size()),
-              body.size() > kShown ? "..." : "", body.size());
-}
-
 }  // namespace
 
 void RegisterConsumer(py::module_& module) {
-  py::class_<PyMessage>(module, "Message", py::buffer_protocol(),
-                        "A received message; its bytes are the buffer (memoryview(msg)).")
-      .def_buffer([](PyMessage& self) {
-        const std::string_view body = self.message().body;
-        return py::buffer_info(const_cast<char*>(body.data()), 1,
-                               py::format_descriptor<uint8_t>::format(), 1,
-                               {static_cast<py::ssize_t>(body.size())}, {1}, /*readonly=*/true);
-      })
-      .def_property_readonly(
-          "value",
-          [](py::object self) {
-            // A view over the message itself: it exports the fetched bytes through the
-            // buffer protocol and holds the batch, so the bytes live as long as the view.
-            PyObject* view = PyMemoryView_FromObject(self.ptr());
-            if (view == nullptr) throw py::error_already_set();
-            return py::reinterpret_steal<py::memoryview>(view);
-          },
-          "The value as a read-only memoryview of the fetched bytes (no copy); it keeps "
-          "the batch alive.")
-      .def_property_readonly("message_id", [](const PyMessage& self) {
-        return self.message().message_id;
-      })
-      .def_property_readonly("index", [](const PyMessage& self) { return self.index; },
-                             "Position of the message in its batch (0 for the first).")
-      .def_property_readonly("topic",
-                             [](const PyMessage& self) { return WireText(self.batch->topic); })
-      .def_property_readonly(
-          "partition_key", [](const PyMessage& self) { return WireText(self.batch->partition_key); })
-      .def_property_readonly("batch_offset", [](const PyMessage& self) { return self.batch->offset; })
-      .def_property_readonly("confirm_context", [](const PyMessage& self) {
-        return WireText(self.batch->confirm_context);
-      })
-      // Text fields are as the producer wrote them, decoded by WireText: never raises,
-      // and .encode("utf-8", "surrogateescape") gives the bytes back (docs/consumers.md).
-      .def_property_readonly(
-          "msg_type", [](const PyMessage& self) { return OptionalText(self.message().msg_type); },
-          "The msgType item, or None; bytes that are not UTF-8 come as lone surrogates.")
-      .def_property_readonly(
-          "msg_time", [](const PyMessage& self) { return OptionalText(self.message().msg_time); },
-          "The msgTime item (12 digits, yyyyMMddHHmm), or None.")
-      .def_property_readonly(
-          "attrs",
-          [](const PyMessage& self) {
-            py::dict out;
-            for (const auto& [key, value] : self.message().properties) {
-              out[WireText(key)] = WireText(value);
-            }
-            return out;
-          },
-          "The attributes, str to str; bytes that are not UTF-8 come as lone surrogates.")
-      .def_property_readonly(
-          "raw_msg_type",
-          [](const PyMessage& self) {
-            const std::string& type = self.message().msg_type;
-            return type.empty() ? py::object(py::none()) : py::object(py::bytes(type));
-          },
-          "The msgType item exactly as the producer wrote it, or None.")
-      .def_property_readonly(
-          "raw_attrs",
-          [](const PyMessage& self) {
-            py::dict out;
-            for (const auto& [key, value] : self.message().properties) {
-              out[py::bytes(key)] = py::bytes(value);
-            }
-            return out;
-          },
-          "The attributes exactly as the producer wrote them, bytes to bytes.")
-      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); })
-      .def("__repr__", &MessageRepr);
-
-  py::class_<ReceivedBatch, std::shared_ptr<ReceivedBatch>>(module, "Batch",
-                                                             "The messages of one fetch.")
-      .def_property_readonly("topic", TextMember(&ReceivedBatch::topic))
-      .def_property_readonly("partition_key", TextMember(&ReceivedBatch::partition_key))
-      .def_property_readonly("confirm_context", TextMember(&ReceivedBatch::confirm_context))
-      .def_readonly("offset", &ReceivedBatch::offset)
-      .def_readonly("max_offset", &ReceivedBatch::max_offset)
-      .def("messages", [](const std::shared_ptr<ReceivedBatch>& batch) {
-        py::list out;
-        for (size_t i = 0; i < batch->messages.size(); ++i) {
-          out.append(py::cast(PyMessage{batch, i}));
-        }
-        return out;
-      })
-      .def("arrow_columns", &ArrowColumns,
-           "The messages as Arrow buffers (see tubemq.spark._arrow), without a Python "
-           "object per message.")
-      .def("__len__", [](const ReceivedBatch& batch) { return batch.messages.size(); });
-
   py::class_<PartitionStatus>(module, "PartitionMeta",
                               "A partition of the subscribed topics, as the master lists it.")
       .def_property_readonly("key", TextMember(&PartitionStatus::key))

@@ -11,6 +11,7 @@ void RegisterErrors(py::module_& module);
 void RegisterLogging(py::module_& module);
 void RegisterService(py::module_& module);
 void RegisterProducer(py::module_& module);
+void RegisterMessages(py::module_& module);
 void RegisterConsumer(py::module_& module);
 void RegisterInLong(py::module_& module);
 }  // namespace tubemq::bindings
@@ -22,6 +23,7 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterLogging(module);
   tubemq::bindings::RegisterService(module);
   tubemq::bindings::RegisterProducer(module);
+  tubemq::bindings::RegisterMessages(module);
   tubemq::bindings::RegisterConsumer(module);
   tubemq::bindings::RegisterInLong(module);
 }
