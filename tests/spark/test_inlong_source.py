@@ -9,11 +9,10 @@ import json
 import uuid
 
 import pytest
+from test_source import ends_now
 
 import tubemq
 from tubemq import inlong
-from tubemq.spark._offsets import query_ranges
-from tubemq.spark._options import source_options
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -30,11 +29,6 @@ COLUMNS = [
     "msg_type",
     "msg_time",
 ]
-
-
-def ends_now(master: str, topic: str) -> dict[str, int]:
-    options = source_options({"master": master, "topic": topic}, streaming=False)
-    return {key: span.high for key, span in query_ranges(options).items()}
 
 
 def reader(spark, master: str, topic: str, stream: bool = False, **options: str):
