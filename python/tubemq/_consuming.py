@@ -41,7 +41,6 @@ and wakes as soon as a partition is ready.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator
 from types import TracebackType
@@ -73,20 +72,6 @@ _logger = logging.getLogger("tubemq.consumer")
 INDEX_ENTRY_SIZE = 28
 """Bytes per message in the broker's index: offsets are index positions, so a span of
 offsets covers ``span // INDEX_ENTRY_SIZE`` messages of the partition's store."""
-
-
-# The pid of this process, kept current across fork() by the hook below, so that the
-# per-message fast path of poll() can check for a forked client without a getpid()
-# system call per message.
-_process_pid = os.getpid()
-
-
-def _note_fork() -> None:
-    global _process_pid
-    _process_pid = os.getpid()
-
-
-os.register_at_fork(after_in_child=_note_fork)
 
 
 def _wait_s(timeout: object, name: str = "timeout") -> float:
@@ -146,7 +131,7 @@ class ConsumerBase(Generic[Item]):
     ) -> None:
         self._config = config
         self._stats: StatsReporter | None = None
-        self._pid = os.getpid()
+        self._pid = _lifecycle.process_pid
         self._auto_commit: bool = config["auto_commit"]
         self._native: _core.Consumer | None = native
         self._pending: list[Message] = []  # of the batch being handed out, reversed
@@ -181,7 +166,7 @@ class ConsumerBase(Generic[Item]):
         return self._poll_message(timeout)  # type: ignore[return-value]
 
     def _poll_message(self, timeout: float) -> Message | None:
-        if self._pending and self._native is not None and self._pid == _process_pid:
+        if self._pending and self._native is not None and self._pid == _lifecycle.process_pid:
             return self._pending.pop()  # the batch at hand: no native call needed
         native = self._live()
         if not self._pending:
@@ -199,7 +184,7 @@ class ConsumerBase(Generic[Item]):
 
     def _poll_record(self, timeout: float) -> ConsumedRecord | None:
         records = self._records
-        if records and self._native is not None and self._pid == _process_pid:
+        if records and self._native is not None and self._pid == _lifecycle.process_pid:
             return records.pop()
         self._live()
         if self._deferred is not None:

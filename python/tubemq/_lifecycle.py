@@ -1,4 +1,5 @@
-"""What every client shares: the registry of live clients closed at interpreter exit.
+"""What every client shares: the registry of live clients closed at interpreter exit,
+and the fork policy (a client belongs to the process that created it).
 
 At exit, clients are closed first (their last log records included), then the log
 dispatcher stops after delivering what is left.
@@ -31,9 +32,24 @@ _live: weakref.WeakSet[_Closable] = weakref.WeakSet()
 EXIT_CLOSE_BUDGET_S = 1.5
 
 
+# This process's id, kept current across fork() by the hook below, so that a client can
+# tell it was inherited without a getpid() system call per check (poll() checks once
+# per message it hands out).
+process_pid = os.getpid()
+
+
+def _note_fork() -> None:
+    global process_pid
+    process_pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
 def usable(native: _Native | None, pid: int, kind: str) -> _Native:
-    """The native client, unless it was closed (420) or created before fork() (1012)."""
-    if pid != os.getpid():
+    """The native client, unless it was closed (420) or created in another process, the
+    parent of a fork() (1012)."""
+    if pid != process_pid:
         raise ForkedClientError(
             1012,
             f"this {kind} was created in process {pid} before fork(); "

@@ -12,7 +12,6 @@ their delivery callbacks called, on the producer's ``tubemq-delivery`` thread (s
 from __future__ import annotations
 
 import datetime
-import os
 import time
 import weakref
 from collections.abc import Iterable, Mapping
@@ -164,7 +163,7 @@ class Producer:
         self._config = PRODUCER_SCHEMA.validate(config, overrides)
         check_callable(stats_cb, "stats_cb")
         self._stats: StatsReporter | None = None
-        self._pid = os.getpid()
+        self._pid = _lifecycle.process_pid
         self._block = self._config["block_on_full"]
         self._send_timeout = self._config["send_timeout_s"]
         _log.start_log_dispatcher()

@@ -33,7 +33,6 @@ _Client = TypeVar("_Client")
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], Any] = {}
-_owner_pid = os.getpid()
 
 # How long interpreter exit waits for each cached client.
 EXIT_CLOSE_TIMEOUT_S = 2.0
@@ -44,13 +43,8 @@ def _cache_key(kind: str, config: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _cached(kind: str, config: Mapping[str, Any], create: Callable[[], _Client]) -> _Client:
-    global _owner_pid
     key = _cache_key(kind, config)
     with _lock:
-        if _owner_pid != os.getpid():
-            # Inherited across fork(): the parent's clients are not usable here.
-            _clients.clear()
-            _owner_pid = os.getpid()
         cached: _Client | None = _clients.get(key)
         if cached is not None and not getattr(cached, "closed", False):
             return cached
@@ -60,7 +54,19 @@ def _cached(kind: str, config: Mapping[str, Any], create: Callable[[], _Client])
 
 
 _reader_groups: dict[tuple[str, ...], str] = {}
-_reader_groups_pid = os.getpid()
+
+
+def _forget_the_parents() -> None:
+    """In a fork()ed child (Spark's daemon forks its Python workers): the parent's
+    clients and reader groups are not this process's, and a lock another thread of the
+    parent held at the fork would stay held."""
+    global _lock
+    _lock = threading.Lock()
+    _clients.clear()
+    _reader_groups.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
 
 
 def reader_group(master: str, topics: Iterable[str]) -> str:
@@ -73,12 +79,8 @@ def reader_group(master: str, topics: Iterable[str]) -> str:
     processes never share one: a killed task's retry, in another process, does not wait
     for the dead registration.
     """
-    global _reader_groups_pid
     key = (master, *sorted(topics))
     with _lock:
-        if _reader_groups_pid != os.getpid():
-            _reader_groups.clear()
-            _reader_groups_pid = os.getpid()
         group = _reader_groups.get(key)
         if group is None:
             group = _reader_groups[key] = f"spark-{uuid.uuid4().hex[:12]}"
@@ -123,7 +125,7 @@ def discard(client: Any) -> None:
 def close_for(kind: str, config: Mapping[str, Any]) -> None:
     """Closes and forgets this process's client of ``kind`` for ``config``, if any."""
     with _lock:
-        client = _clients.pop(_cache_key(kind, config), None) if _owner_pid == os.getpid() else None
+        client = _clients.pop(_cache_key(kind, config), None)
     if client is not None:
         try:
             client.close(timeout=EXIT_CLOSE_TIMEOUT_S)
@@ -134,9 +136,6 @@ def close_for(kind: str, config: Mapping[str, Any]) -> None:
 def close_all(timeout: float = EXIT_CLOSE_TIMEOUT_S) -> int:
     """Closes every cached client of this process; returns how many were closed."""
     with _lock:
-        if _owner_pid != os.getpid():
-            _clients.clear()
-            return 0
         clients = list(_clients.values())
         _clients.clear()
     for client in clients:
@@ -149,7 +148,7 @@ def close_all(timeout: float = EXIT_CLOSE_TIMEOUT_S) -> int:
 
 def cached_count() -> int:
     with _lock:
-        return len(_clients) if _owner_pid == os.getpid() else 0
+        return len(_clients)
 
 
 atexit.register(close_all)
