@@ -131,6 +131,17 @@ else
   result="FAILED: no message naming protobuf"
   failed=1
 fi
+if [[ $failed == 0 ]]; then
+  # With this machine's libraries present, the sdist builds (a plain linux wheel, linked
+  # against them) and round-trips like the others.
+  rm -rf "$CACHE/sdist-build" "$CACHE/try-sdist"
+  if (cd "$CACHE" && nice -n 15 "$benv/bin/python" -m pip wheel -q --disable-pip-version-check       --no-deps -w "$CACHE/sdist-build" "$sdist" >&2)     && "$python" -m venv "$CACHE/try-sdist"     && "$CACHE/try-sdist/bin/python" -m pip install -q --disable-pip-version-check --no-index       --no-deps "$CACHE"/sdist-build/tubemq-*.whl     && trip=$(cd "$CACHE" && "$CACHE/try-sdist/bin/python" "$ROOT/scripts/wheel_roundtrip.py"       --master "$TUBEMQ_MASTER" --topic "$TUBEMQ_TOPIC" --source "$ROOT" --system-libs 2>&1       | tail -1) && [[ $trip == "ROUND TRIP OK"* ]]; then
+    result="$result; with the libraries present it builds: $trip"
+  else
+    result="FAILED: the sdist did not build or round-trip with the libraries present: ${trip:-}"
+    failed=1
+  fi
+fi
 log "sdist: $result"
 summary+=("$(basename "$sdist") $(stat -c %s "$sdist") bytes: $result")
 printf '%s\n' "${summary[@]}" | tee "$OUT/SUMMARY.txt"
