@@ -5,17 +5,17 @@ batch read covers the partitions of every broker, and the sink's rows land on al
 from __future__ import annotations
 
 import collections
-import json
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 from multinode_support import BROKERS, PARTITIONS, broker_id
+
+# tests/spark/stream_job.py: the driver-kill story the Spark tests share.
+sys.path.insert(0, str(Path(__file__).parents[1] / "spark"))
+import stream_job
 
 import tubemq
 
@@ -122,53 +122,15 @@ def test_a_streaming_query_killed_and_restarted_writes_every_broker_exactly_once
     assert all(future.exception() is None for future in futures)
 
     checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
-    job = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).parent.parent / "spark" / "stream_job.py"),
-            topology.master_list,
-            topic,
-            json.dumps(start),
-            str(checkpoint),
-            str(output),
-            "400",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    commits = checkpoint / "commits"
-    try:
-        deadline = time.monotonic() + 240
-        while not commits.exists() or len([p for p in commits.iterdir() if p.name.isdigit()]) < 2:
-            assert job.poll() is None, "the streaming job ended by itself"
-            assert time.monotonic() < deadline, "the streaming job made no progress"
-            time.sleep(0.2)
-    finally:
-        os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-        job.wait(timeout=30)
-    done_before_kill = len([p for p in commits.iterdir() if p.name.isdigit()])
+    job = stream_job.launch(topology.master_list, topic, start, checkpoint, output)
+    done_before_kill = stream_job.kill_after_commits(job, checkpoint)
     assert done_before_kill < 8  # 3000 messages take at least 8 batches of 400
 
-    query = (
-        spark.readStream.format("tubemq")
-        .option("master", topology.master_list)
-        .option("topic", topic)
-        .option("startingOffsets", json.dumps(start))
-        .option("maxMessagesPerTrigger", "400")
-        .load()
-        .select("value", "partition", "message_id")
-        .writeStream.format("parquet")
-        .option("path", str(output))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(300)
-    assert query.exception() is None
     rows = [
         row
-        for row in spark.read.parquet(str(output)).collect()
+        for row in stream_job.finish_from_checkpoint(
+            spark, topology.master_list, topic, checkpoint, output
+        )
         if bytes(row.value).startswith(mark.encode())
     ]
     written = [bytes(row.value) for row in rows]

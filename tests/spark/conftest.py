@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from standalone import StandaloneCluster, cluster_conf  # pytest puts this folder on sys.path
+
+# pytest puts this folder on sys.path
+from standalone import StandaloneCluster, cluster_conf, wait_for_executors
 
 import tubemq
 
@@ -98,6 +100,8 @@ class SparkSessions:
         session.sparkContext.setLogLevel("ERROR")
         if has_data_source_api():  # PySpark 3.5 has none; tests/spark/test_versions.py
             tubemq.spark.register(session)
+        if kind == "cluster":
+            wait_for_executors(session, int(conf["spark.cores.max"]))
         self._kind, self._session = kind, session
         return session
 

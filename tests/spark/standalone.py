@@ -269,8 +269,16 @@ def cluster_conf(master_url: str, python: str = sys.executable) -> dict[str, str
     }
 
 
-def kill_process_group(process: subprocess.Popen[Any]) -> None:
-    """SIGKILLs a driver started with ``start_new_session=True``: its Python process, the
-    JVM it launched and that JVM's Python workers, all at once (no shutdown hook runs)."""
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
+def wait_for_executors(spark: Any, count: int, timeout: float = 120) -> None:
+    """Waits until ``count`` executors have registered with the session's driver.
+
+    A new application's executors are JVMs starting on the same two CPUs as everything
+    else. A query planned meanwhile starts a Python worker on the driver that Spark gives
+    a fixed 10 s to connect back (``PythonWorkerFactory``, not configurable): under that
+    start-up load it can miss them ("Python worker failed to connect back")."""
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus  # the driver counts too
+    deadline = time.monotonic() + timeout
+    while status().size() < count + 1:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{count} executors did not register within {timeout} s")
+        time.sleep(0.2)

@@ -7,14 +7,118 @@ Reads TOPIC with the tubemq source and appends value, partition and message_id t
 Parquet at OUTPUT, one micro-batch per second, until it is killed. Spark runs in
 ``local[2]`` unless ``--spark-master`` names a cluster (the executors are then processes
 of that cluster's workers; ``--conf`` adds settings such as ``spark.pyspark.python``).
+
+The tests that kill a driver share the rest of the story too, so it lives here: start
+this job (``launch``), wait for its first committed micro-batches and SIGKILL it
+(``kill_after_commits``), then finish the same query from its checkpoint in the test's
+own session (``finish_from_checkpoint``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
+import subprocess
 import sys
+import time
 import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+PER_TRIGGER = 400
+
+
+def committed_batches(checkpoint: Path) -> int:
+    """Micro-batches the query's checkpoint records as committed."""
+    folder = checkpoint / "commits"
+    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.exists() else 0
+
+
+def launch(
+    master: str,
+    topic: str,
+    starting: dict[str, int],
+    checkpoint: Path,
+    output: Path,
+    *,
+    spark_master: str | None = None,
+    conf: Iterable[str] = (),
+    log: BinaryIO | None = None,
+) -> subprocess.Popen[bytes]:
+    """This job in a session of its own (its JVM and Python workers share its process
+    group), writing to ``log`` or nowhere."""
+    command = [
+        sys.executable,
+        str(Path(__file__)),
+        master,
+        topic,
+        json.dumps(starting),
+        str(checkpoint),
+        str(output),
+        str(PER_TRIGGER),
+    ]
+    if spark_master is not None:
+        command.append(f"--spark-master={spark_master}")
+    command += [f"--conf={setting}" for setting in conf]
+    return subprocess.Popen(
+        command,
+        stdout=log if log is not None else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def kill_after_commits(
+    job: subprocess.Popen[bytes],
+    checkpoint: Path,
+    batches: int = 2,
+    timeout: float = 240,
+    log: Path | None = None,
+    before_kill: Callable[[], None] | None = None,
+) -> int:
+    """Waits until the job has committed ``batches`` micro-batches, runs ``before_kill``
+    (a test's look at the live job), SIGKILLs the job (its Python process, its JVM and
+    that JVM's Python workers at once: no shutdown hook runs), and returns how many
+    micro-batches it had committed by then."""
+    try:
+        deadline = time.monotonic() + timeout
+        while committed_batches(checkpoint) < batches:
+            ended = "" if log is None else log.read_text()[-3000:]
+            assert job.poll() is None, f"the streaming job ended by itself\n{ended}"
+            assert time.monotonic() < deadline, "the streaming job made no progress"
+            time.sleep(0.2)
+        if before_kill is not None:
+            before_kill()
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait(timeout=30)
+    return committed_batches(checkpoint)
+
+
+def finish_from_checkpoint(
+    spark: Any, master: str, topic: str, checkpoint: Path, output: Path
+) -> list[Any]:
+    """Runs the job's query again from its checkpoint until the backlog is read
+    (``availableNow``); returns every row of the Parquet output."""
+    query = (
+        spark.readStream.format("tubemq")
+        .option("master", master)
+        .option("topic", topic)
+        .option("maxMessagesPerTrigger", str(PER_TRIGGER))
+        .load()
+        .select("value", "partition", "message_id")
+        .writeStream.format("parquet")
+        .option("path", str(output))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(300)
+    assert query.exception() is None
+    return list(spark.read.parquet(str(output)).collect())
 
 
 def main() -> None:
@@ -43,6 +147,10 @@ def main() -> None:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     tubemq.spark.register(spark)
+    if not args.spark_master.startswith("local"):
+        from standalone import wait_for_executors
+
+        wait_for_executors(spark, int(spark.conf.get("spark.cores.max", "2")))
     query = (
         spark.readStream.format("tubemq")
         .option("master", args.master)

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
-from standalone import cluster_conf, descendants, kill_process_group
+import stream_job
+from standalone import cluster_conf, descendants
 
 import tubemq
 from tubemq.spark._offsets import query_ranges
@@ -224,11 +223,6 @@ def test_an_executor_killed_while_reading_is_replaced_and_the_parquet_output_is_
     assert len(standalone.wait_executors(app, 2)) == 2
 
 
-def _commits(checkpoint: Path) -> int:
-    folder = checkpoint / "commits"
-    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.exists() else 0
-
-
 def test_a_killed_streaming_driver_restarts_from_its_checkpoint_exactly_once(
     spark_sessions, standalone, master, spark_topics, tmp_path
 ):
@@ -238,62 +232,37 @@ def test_a_killed_streaming_driver_restarts_from_its_checkpoint_exactly_once(
     checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
     # The cluster's two cores go to the child driver's application.
     spark_sessions.release()
-    conf = [f"--conf={key}={value}" for key, value in cluster_conf(standalone.master_url).items()]
+    conf = [f"{key}={value}" for key, value in cluster_conf(standalone.master_url).items()]
     log = tmp_path / "driver.log"
     with open(log, "wb") as sink:
-        job = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(__file__).with_name("stream_job.py")),
-                master,
-                topic,
-                json.dumps(start),
-                str(checkpoint),
-                str(output),
-                "400",
-                f"--spark-master={standalone.master_url}",
-                *conf,
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        job = stream_job.launch(
+            master,
+            topic,
+            start,
+            checkpoint,
+            output,
+            spark_master=standalone.master_url,
+            conf=conf,
+            log=sink,
         )
-    try:
-        deadline = time.monotonic() + 240
-        while _commits(checkpoint) < 2:
-            assert job.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the streaming job made no progress"
-            time.sleep(0.2)
-        app = next(
-            line.split()[1] for line in log.read_text().splitlines() if line.startswith("started")
-        )
-        assert standalone.executor_pids(app)  # its executors run under the workers
-    finally:
-        kill_process_group(job)  # the driver: its Python process and its JVM
-    killed_after = _commits(checkpoint)
+    app: list[str] = []
+
+    def its_executors_run_under_the_workers() -> None:
+        started = [line for line in log.read_text().splitlines() if line.startswith("started")]
+        app.append(started[0].split()[1])
+        assert standalone.executor_pids(app[0])
+
+    killed_after = stream_job.kill_after_commits(
+        job, checkpoint, log=log, before_kill=its_executors_run_under_the_workers
+    )
     assert killed_after < 8  # 3000 messages take at least 8 batches of 400
     # The master notices the lost driver and the workers stop its executors.
     deadline = time.monotonic() + 60
-    while standalone.executor_pids(app):
+    while standalone.executor_pids(app[0]):
         assert time.monotonic() < deadline, "the dead driver's executors linger"
         time.sleep(0.5)
 
     spark = spark_sessions.cluster()
-    query = (
-        spark.readStream.format("tubemq")
-        .option("master", master)
-        .option("topic", topic)
-        .option("maxMessagesPerTrigger", "400")
-        .load()
-        .select("value", "partition", "message_id")
-        .writeStream.format("parquet")
-        .option("path", str(output))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(300)
-    assert query.exception() is None
-    rows = spark.read.parquet(str(output)).collect()
+    rows = stream_job.finish_from_checkpoint(spark, master, topic, checkpoint, output)
     print(f"killed after {killed_after} committed batches")
     check_exactly_once(acked, rows, mark)

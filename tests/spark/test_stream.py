@@ -4,15 +4,11 @@ hard and restarted from its checkpoint without losing or repeating a message."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+import stream_job  # pytest puts this folder on sys.path
 
 import tubemq
 from tubemq.spark._offsets import query_ranges
@@ -96,11 +92,6 @@ def test_a_running_query_picks_up_new_messages(spark, master, spark_topics, tmp_
         query.stop()
 
 
-def _commits(checkpoint: Path) -> int:
-    folder = checkpoint / "commits"
-    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.exists() else 0
-
-
 def test_a_killed_query_restarts_from_its_checkpoint_exactly_once(
     spark, master, spark_topics, tmp_path
 ):
@@ -108,45 +99,11 @@ def test_a_killed_query_restarts_from_its_checkpoint_exactly_once(
     start = ends_now(master, topic)
     sent = produce(master, topic, mark, 3000)
     checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
-    job = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).with_name("stream_job.py")),
-            master,
-            topic,
-            json.dumps(start),
-            str(checkpoint),
-            str(output),
-            "400",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while _commits(checkpoint) < 2:
-            assert job.poll() is None, "the streaming job ended by itself"
-            assert time.monotonic() < deadline, "the streaming job made no progress"
-            time.sleep(0.2)
-    finally:
-        os.killpg(job.pid, signal.SIGKILL)  # the job, its JVM and its Python workers
-        job.wait(timeout=30)
-    killed_after = _commits(checkpoint)
+    job = stream_job.launch(master, topic, start, checkpoint, output)
+    killed_after = stream_job.kill_after_commits(job, checkpoint)
     assert killed_after < 8  # 3000 messages take at least 8 batches of 400
 
-    query = (
-        stream(spark, master, topic, maxMessagesPerTrigger="400")
-        .select("value", "partition", "message_id")
-        .writeStream.format("parquet")
-        .option("path", str(output))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(300)
-    assert query.exception() is None
-    rows = spark.read.parquet(str(output)).collect()
+    rows = stream_job.finish_from_checkpoint(spark, master, topic, checkpoint, output)
     values = [bytes(r.value) for r in rows if bytes(r.value).startswith(mark.encode())]
     assert len(values) == len(sent)  # nothing twice
     assert set(values) == sent  # nothing lost
