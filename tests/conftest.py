@@ -27,7 +27,11 @@ from tubemq.cluster import LocalCluster
 SPARK_TOPICS = [f"spark_{letter}" for letter in "abcdef"] + ["spark_grow"]
 # Pacing and flow-control tests time fetches, so each has a topic nobody else writes to.
 FLOW_TOPICS = [f"flow_{letter}" for letter in "abcd"]
-TOPIC_POOL = [f"pool_topic_{index}" for index in range(8)] + SPARK_TOPICS + FLOW_TOPICS
+# examples/pipeline.py, the main job, run by tests/spark/test_standalone.py.
+PIPELINE_TOPICS = ["pipeline_events", "pipeline_windows"]
+TOPIC_POOL = (
+    [f"pool_topic_{index}" for index in range(8)] + SPARK_TOPICS + FLOW_TOPICS + PIPELINE_TOPICS
+)
 PARTITIONS = 4
 
 
@@ -57,7 +61,7 @@ def master(cluster: LocalCluster) -> str:
 @pytest.fixture(scope="session")
 def topics() -> list[str]:
     """The names of the pooled topics, each with ``PARTITIONS`` partitions on one broker."""
-    return [topic for topic in TOPIC_POOL if topic not in SPARK_TOPICS]
+    return [topic for topic in TOPIC_POOL if topic not in SPARK_TOPICS + PIPELINE_TOPICS]
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -266,3 +268,43 @@ def test_a_killed_streaming_driver_restarts_from_its_checkpoint_exactly_once(
     rows = stream_job.finish_from_checkpoint(spark, master, topic, checkpoint, output)
     print(f"killed after {killed_after} committed batches")
     check_exactly_once(acked, rows, mark)
+
+
+def test_the_main_job_runs_under_spark_submit_on_the_cluster(
+    spark_sessions, standalone, master, tmp_path
+):
+    """docs/spark.md's spark-submit command for examples/pipeline.py, against the
+    standalone master and an existing TubeMQ cluster: the job counts every event once."""
+    spark_sessions.release()  # the cluster's two cores go to the submitted application
+    submit = Path(sys.executable).with_name("spark-submit")  # pip's pyspark installs it
+    env = dict(os.environ, TUBEMQ_MASTER=master, SPARK_LOCAL_IP="127.0.0.1")
+    env["PATH"] = f"{submit.parent}{os.pathsep}{env.get('PATH', '')}"
+    conf = {
+        **cluster_conf(standalone.master_url),
+        "spark.pyspark.driver.python": sys.executable,
+    }
+    conf.pop("spark.master")
+    job = subprocess.run(
+        [
+            str(submit),
+            "--master",
+            standalone.master_url,
+            *(item for key, value in conf.items() for item in ("--conf", f"{key}={value}")),
+            str(Path(__file__).parents[2] / "examples" / "pipeline.py"),
+            "--events",
+            "6000",
+            "--rate",
+            "3000",
+            "--output",
+            str(tmp_path / "pipeline"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    print(job.stdout[-2000:])
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    assert "spark 4" in job.stdout and standalone.master_url in job.stdout
+    assert "OK: every page view counted once" in job.stdout
+    assert list((tmp_path / "pipeline").glob("windows.parquet/*.parquet"))
