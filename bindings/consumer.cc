@@ -135,7 +135,8 @@ void RegisterConsumer(py::module_& module) {
       .def(py::init([](const ClientConfig& config, std::string group,
                        std::map<std::string, std::set<std::string>> topics,
                        const std::string& consume_from, int64_t msg_not_found_wait_ms,
-                       int64_t confirm_timeout_ms, bool client_balance, int32_t source_count,
+                       int64_t confirm_timeout_ms, bool commit_on_next_fetch,
+                       bool client_balance, int32_t source_count,
                        int32_t node_id, std::string session_key, bool select_big,
                        std::map<std::string, int64_t> bound_offsets) {
              ConsumerOptions options;
@@ -144,6 +145,7 @@ void RegisterConsumer(py::module_& module) {
              options.position = ParsePosition(consume_from);
              options.msg_not_found_wait_ms = msg_not_found_wait_ms;
              options.confirm_timeout_ms = confirm_timeout_ms;
+             options.commit_on_next_fetch = commit_on_next_fetch;
              options.client_balance = client_balance;
              options.source_count = source_count;
              options.node_id = node_id;
@@ -154,7 +156,7 @@ void RegisterConsumer(py::module_& module) {
            }),
            py::arg("config"), py::arg("group"), py::arg("topics"), py::arg("consume_from"),
            py::arg("msg_not_found_wait_ms"), py::arg("confirm_timeout_ms"),
-           py::arg("client_balance") = false, py::arg("source_count") = 0,
+           py::arg("commit_on_next_fetch") = false, py::arg("client_balance") = false, py::arg("source_count") = 0,
            py::arg("node_id") = 0, py::arg("session_key") = "", py::arg("select_big") = true,
            py::arg("bound_offsets") = std::map<std::string, int64_t>{})
       .def("query_partitions", &PyConsumer::QueryPartitions, py::arg("refresh"))

@@ -619,6 +619,14 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         min=1000,
         max=3_600_000,
     ),
+    Key(
+        "commit_on_next_fetch",
+        bool,
+        False,
+        "A commit sends no request of its own: the partition's next fetch (or its "
+        "release at unassign, rebalance or close) carries it to the broker, one round trip "
+        "per batch instead of two. Until then a crash means the batch comes again.",
+    ),
 )
 
 SOURCE_COUNT_KEY = Key(

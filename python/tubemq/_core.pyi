@@ -196,6 +196,7 @@ class Consumer:
         consume_from: str,
         msg_not_found_wait_ms: int,
         confirm_timeout_ms: int,
+        commit_on_next_fetch: bool = False,
         client_balance: bool = False,
         source_count: int = 0,
         node_id: int = 0,

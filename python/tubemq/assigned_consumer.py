@@ -96,6 +96,7 @@ class AssignedConsumer(ConsumerBase[Item]):
             validated["consume_from"],
             validated["msg_not_found_wait_ms"],
             validated["confirm_timeout_ms"],
+            commit_on_next_fetch=validated["commit_on_next_fetch"],
             client_balance=True,
             source_count=source_count,
             node_id=node_id,

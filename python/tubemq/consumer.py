@@ -83,6 +83,7 @@ class Consumer(ConsumerBase[Item]):
             validated["consume_from"],
             validated["msg_not_found_wait_ms"],
             validated["confirm_timeout_ms"],
+            commit_on_next_fetch=validated["commit_on_next_fetch"],
             source_count=validated["source_count"],
             session_key=validated["session_key"],
             select_big=validated["select_big"],

@@ -192,11 +192,15 @@ def every_kth_everything(
         run.commit_all()
 
 
+# on_message, auto_commit, commit_on_next_fetch (the commits ride on the partitions'
+# next fetches; those still pending at the stop on the unregister at close).
 PATTERNS = {
-    "every message, manual": (every_message, False),
-    "every message, auto_commit": (every_message, True),
-    "every 7th message, auto_commit": (every_kth_message, True),
-    "commit() every 7th, manual": (every_kth_everything, False),
+    "every message, manual": (every_message, False, False),
+    "every message, auto_commit": (every_message, True, False),
+    "every 7th message, auto_commit": (every_kth_message, True, False),
+    "commit() every 7th, manual": (every_kth_everything, False, False),
+    "every message, manual, on next fetch": (every_message, False, True),
+    "every 7th message, auto_commit, on next fetch": (every_kth_message, True, True),
 }
 
 
@@ -205,7 +209,7 @@ PATTERNS = {
 def test_the_kafka_loop_loses_nothing_and_a_restart_sees_what_was_not_committed(
     master, topics, pattern
 ):
-    on_message, auto_commit = PATTERNS[pattern]
+    on_message, auto_commit, on_next_fetch = PATTERNS[pattern]
     topic, marker, group = topics[6], unique("loop"), unique("g")
     sent = produce(master, topic, marker, COUNT)
     assert len(sent) == COUNT
@@ -215,6 +219,7 @@ def test_the_kafka_loop_loses_nothing_and_a_restart_sees_what_was_not_committed(
         topics=[topic],
         consume_from="earliest",
         auto_commit=auto_commit,
+        commit_on_next_fetch=on_next_fetch,
         **FAST,
     ) as consumer:
         # Stop off a batch boundary (batches of small messages hold round numbers).
@@ -383,3 +388,39 @@ def test_the_asyncio_consumer_follows_the_rule(master, topics):
 
     seen = asyncio.run(scenario())
     assert set(seen) == sent and len(seen) == len(sent)
+
+
+def test_commits_on_the_next_fetch_reach_the_broker_by_fetch_and_by_unassign(master, topics):
+    """``commit_on_next_fetch``: a commit sends nothing; the partition's next fetch
+    commits it, and unassign commits the one still pending. A member taking the
+    partition at the group's offset starts after both."""
+    topic, group = topics[7], unique("g")
+    with tubemq.AssignedConsumer(
+        master=master, group=group, topics=[topic], auto_commit=False, commit_on_next_fetch=True
+    ) as first:
+        key = first.my_partitions()[0]
+        with tubemq.Producer(master=master) as producer:  # batches of 1 KiB: several
+            producer.publish(topic)
+            for i in range(2000):
+                producer.send_async(topic, b"%04d" % i + b"n" * 1020, partition=key)
+            producer.flush(timeout=60)
+        first.assign({key: 0})
+        batches = []
+        while len(batches) < 2:
+            batch = first.poll_batch(5.0)
+            assert batch is not None and batch.partition_key == key
+            first.commit(batch)  # no request: rides on the next fetch, or on the unassign
+            batches.append(batch)
+        # The second fetch committed the first batch: the broker read on from there.
+        assert batches[1].offset > batches[0].offset
+        first.unassign([key])
+        assert first.metrics()["commit_failures"] == 0
+    handed = {m.message_id for b in batches for m in b.messages()}
+    with tubemq.AssignedConsumer(
+        master=master, group=group, topics=[topic], auto_commit=False
+    ) as second:
+        second.assign([key])  # at the group's committed offset
+        after = second.poll_batch(5.0)
+        assert after is not None
+        assert after.offset > batches[1].offset  # both commits reached the broker
+        assert not handed & {m.message_id for m in after.messages()}

@@ -36,6 +36,11 @@ struct ConsumerOptions {
   ConsumePosition position = ConsumePosition::kLatest;
   int64_t msg_not_found_wait_ms = 400;  // rest of a partition that had no new data
   int64_t confirm_timeout_ms = 60000;   // an unconfirmed batch is redelivered after this
+  // Confirm(consumed=true) sends no CommitOffset: the partition's next fetch (or its
+  // release) tells the broker, one round trip per batch instead of two (behaviour.md
+  // §3.8.2). The commit reaches the broker later, so a crash in between means the batch
+  // comes again: still at least once.
+  bool commit_on_next_fetch = false;
 
   // Client-balanced mode (behaviour.md §5): the application, not the master, chooses
   // the partitions (Assign/Unassign) and their start offsets.

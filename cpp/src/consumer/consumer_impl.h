@@ -52,6 +52,10 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void StartHeartbeats(bool eager);
   Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
   Status Confirm(const std::string& confirm_context, bool consumed);
+  // How long a confirmed partition rests before its next fetch (§6.5): the pacing its
+  // last fetch called for, less the time the application spent on the batch.
+  std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,
+                                                    const std::string& topic);
   void Close(Done done);
   // --- client-balanced mode (client_balance.cc) ---
   Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);

@@ -180,6 +180,12 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
                       " is no longer outstanding (confirmed already, timed out, or the partition "
                       "moved to another consumer)");
   }
+  if (consumed && options_.commit_on_next_fetch) {
+    // No round trip: the flag left with the partition below rides on its next fetch.
+    Count(counters_.commits);
+    cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition->topic));
+    return Status::OK();
+  }
   pb::CommitOffsetRequestC2B request;
   request.set_clientid(client_id_);
   request.set_topicname(partition->topic);
@@ -198,23 +204,24 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
     cache_.UpdateOffsets(key, {response.has_curroffset() ? response.curroffset() : -1,
                                response.has_maxoffset() ? response.maxoffset() : -1});
   }
-  int64_t delay = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto booked = booked_.find(key);
-    if (booked != booked_.end()) {
-      flowctrl::FetchOutcome outcome = booked->second.outcome;
-      outcome.processing_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  Clock::now() - booked->second.replied)
-                                  .count();
-      auto pacer = pacers_.try_emplace(key, !options_.topics.at(partition->topic).empty()).first;
-      delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
-      booked_.erase(booked);
-    }
-  }
   // Even if the commit RPC failed, the next fetch carries the flag and settles it.
-  cache_.Release(key, token, consumed, std::chrono::milliseconds(delay));
+  cache_.Release(key, token, consumed, PacingDelayAfterConfirm(key, partition->topic));
   return status;
+}
+
+std::chrono::milliseconds Consumer::Impl::PacingDelayAfterConfirm(const std::string& key,
+                                                                  const std::string& topic) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto booked = booked_.find(key);
+  if (booked == booked_.end()) return std::chrono::milliseconds(0);
+  flowctrl::FetchOutcome outcome = booked->second.outcome;
+  outcome.processing_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - booked->second.replied)
+          .count();
+  auto pacer = pacers_.try_emplace(key, !options_.topics.at(topic).empty()).first;
+  const int64_t delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
+  booked_.erase(booked);
+  return std::chrono::milliseconds(delay);
 }
 
 }  // namespace tubemq
