@@ -177,3 +177,20 @@ def test_one_did_you_mean():
     assert closest("zzz", PRODUCER_SCHEMA.keys) is None
     assert closest(5, PRODUCER_SCHEMA.keys) is None
 
+
+def test_spark_options_are_keys_with_the_defaults_they_apply():
+    from tubemq.spark._options import SINK_KEYS, SOURCE_KEYS, sink_options, source_options
+
+    source = {key.name: key for key in SOURCE_KEYS}
+    options = source_options({"master": MASTER, "topic": "t1"}, streaming=False)
+    assert options.min_partitions == source["minPartitions"].default
+    assert options.read_timeout_s * 1000 == source["readTimeoutMs"].default
+    assert options.occupied_retry_s * 1000 == source["partitionOccupiedRetryMs"].default
+    assert options.prefetch_batches == source["prefetchBatches"].default
+    assert options.fail_on_data_loss is source["failOnDataLoss"].default
+    sink = sink_options({"master": MASTER})
+    assert sink.flush_timeout_s * 1000 == {k.name: k for k in SINK_KEYS}["flushTimeoutMs"].default
+    with pytest.raises(tubemq.ConfigError, match="must be at least 1000, got 5"):
+        source_options({"master": MASTER, "topic": "t1", "readTimeoutMs": "5"}, streaming=False)
+    with pytest.raises(tubemq.ConfigError, match="did you mean 'readTimeoutMs'"):
+        source_options({"master": MASTER, "topic": "t1", "readTimeoutMS2": "5"}, streaming=False)
