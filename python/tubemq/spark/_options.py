@@ -414,8 +414,8 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
             "option 'maxMessagesPerTrigger' applies to streaming queries only",
             key="maxMessagesPerTrigger",
         )
-    decode = _choice(options, "decode", ("none", "inlongmsg")) == "inlongmsg"
-    skip_bad_packs = _choice(options, "decodeErrors", ("fail", "skip")) == "skip"
+    decode = _choice(options, _SOURCE_OPTIONS["decode"], ("none", "inlongmsg")) == "inlongmsg"
+    skip_bad_packs = _choice(options, _SOURCE_OPTIONS["decodeErrors"], ("fail", "skip")) == "skip"
     if _get(options, "decodeErrors") is not None and not decode:
         raise ConfigError(
             "option 'decodeErrors' applies with option('decode', 'inlongmsg') only",
@@ -448,11 +448,12 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
     )
 
 
-def _choice(options: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
-    """One of ``allowed`` (case-insensitive); the first when the option is absent."""
+def _choice(options: Mapping[str, str], key: Key, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed`` (case-insensitive); the key's default when the option is absent."""
+    name = key.name
     text = _get(options, name)
     if text is None:
-        return allowed[0]
+        return str(key.default)
     if text.lower() not in allowed:
         raise ConfigError(
             f"option '{name}' must be {' or '.join(map(repr, allowed))}, got {text!r}", key=name
