@@ -27,16 +27,6 @@ bool NothingNow(ErrorCode code) {
          code == ErrorCode::kAllPartitionWaiting || code == ErrorCode::kAllPartitionInUse;
 }
 
-ConsumePosition ParsePosition(const std::string& text) {
-  if (text == "earliest") return ConsumePosition::kEarliest;
-  if (text == "latest") return ConsumePosition::kLatest;
-  if (text == "max_always") return ConsumePosition::kMaxAlways;
-  ThrowStatus(Status(ErrorCode::kInvalidArgument,
-                     "consume_from must be 'earliest', 'latest' or 'max_always', got '" + text +
-                         "'"));
-  return ConsumePosition::kLatest;
-}
-
 class PyConsumer {
  public:
   PyConsumer(const ClientConfig& config, ConsumerOptions options)
@@ -131,34 +121,33 @@ void RegisterConsumer(py::module_& module) {
             .format(WireText(self.key), WireText(self.broker), self.subscribable);
       });
 
+  // Where a new group starts. The facade maps its consume_from words to these
+  // (tubemq._config.CONSUME_FROM): the words are spelled there only.
+  py::enum_<ConsumePosition>(module, "ConsumePosition")
+      .value("EARLIEST", ConsumePosition::kEarliest)
+      .value("LATEST", ConsumePosition::kLatest)
+      .value("MAX_ALWAYS", ConsumePosition::kMaxAlways);
+
+  // Bound field by field, like ProducerOptions: tubemq._config fills it from checked
+  // values (native_consumer_options), and the defaults are the C++ struct's.
+  py::class_<ConsumerOptions>(module, "ConsumerOptions", "Settings only a consumer has.")
+      .def(py::init<>())
+      .def_readwrite("group", &ConsumerOptions::group)
+      .def_readwrite("topics", &ConsumerOptions::topics)
+      .def_readwrite("position", &ConsumerOptions::position)
+      .def_readwrite("msg_not_found_wait_ms", &ConsumerOptions::msg_not_found_wait_ms)
+      .def_readwrite("confirm_timeout_ms", &ConsumerOptions::confirm_timeout_ms)
+      .def_readwrite("commit_on_next_fetch", &ConsumerOptions::commit_on_next_fetch)
+      .def_readwrite("client_balance", &ConsumerOptions::client_balance)
+      .def_readwrite("source_count", &ConsumerOptions::source_count)
+      .def_readwrite("node_id", &ConsumerOptions::node_id)
+      .def_readwrite("session_key", &ConsumerOptions::session_key)
+      .def_readwrite("select_big", &ConsumerOptions::select_big)
+      .def_readwrite("bound_offsets", &ConsumerOptions::bound_offsets);
+
   py::class_<PyConsumer>(module, "Consumer", "The native consumer (use tubemq.Consumer).")
-      .def(py::init([](const ClientConfig& config, std::string group,
-                       std::map<std::string, std::set<std::string>> topics,
-                       const std::string& consume_from, int64_t msg_not_found_wait_ms,
-                       int64_t confirm_timeout_ms, bool commit_on_next_fetch,
-                       bool client_balance, int32_t source_count,
-                       int32_t node_id, std::string session_key, bool select_big,
-                       std::map<std::string, int64_t> bound_offsets) {
-             ConsumerOptions options;
-             options.group = std::move(group);
-             options.topics = std::move(topics);
-             options.position = ParsePosition(consume_from);
-             options.msg_not_found_wait_ms = msg_not_found_wait_ms;
-             options.confirm_timeout_ms = confirm_timeout_ms;
-             options.commit_on_next_fetch = commit_on_next_fetch;
-             options.client_balance = client_balance;
-             options.source_count = source_count;
-             options.node_id = node_id;
-             options.session_key = std::move(session_key);
-             options.select_big = select_big;
-             options.bound_offsets = std::move(bound_offsets);
-             return std::make_unique<PyConsumer>(config, std::move(options));
-           }),
-           py::arg("config"), py::arg("group"), py::arg("topics"), py::arg("consume_from"),
-           py::arg("msg_not_found_wait_ms"), py::arg("confirm_timeout_ms"),
-           py::arg("commit_on_next_fetch") = false, py::arg("client_balance") = false, py::arg("source_count") = 0,
-           py::arg("node_id") = 0, py::arg("session_key") = "", py::arg("select_big") = true,
-           py::arg("bound_offsets") = std::map<std::string, int64_t>{})
+      .def(py::init<const ClientConfig&, ConsumerOptions>(), py::arg("config"),
+           py::arg("options"))
       .def("query_partitions", &PyConsumer::QueryPartitions, py::arg("refresh"))
       .def("assign", &PyConsumer::Assign, py::arg("partition_key"), py::arg("offset"))
       .def("unassign", &PyConsumer::Unassign, py::arg("partition_key"), py::arg("commit"))

@@ -14,6 +14,7 @@ void RegisterProducer(py::module_& module);
 void RegisterMessages(py::module_& module);
 void RegisterConsumer(py::module_& module);
 void RegisterInLong(py::module_& module);
+void RegisterNames(py::module_& module);
 }  // namespace tubemq::bindings
 
 PYBIND11_MODULE(_core, module) {
@@ -26,4 +27,5 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterMessages(module);
   tubemq::bindings::RegisterConsumer(module);
   tubemq::bindings::RegisterInLong(module);
+  tubemq::bindings::RegisterNames(module);
 }

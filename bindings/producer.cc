@@ -208,6 +208,11 @@ void RegisterProducer(py::module_& module) {
       .def_readwrite("tls_verify_hostname", &ClientConfig::tls_verify_hostname)
       .def_readwrite("tls_cert_file", &ClientConfig::tls_cert_file)
       .def_readwrite("tls_key_file", &ClientConfig::tls_key_file);
+  // The master list's one parser (tubemq._config asks it before building a ClientConfig).
+  module.def(
+      "master_list_problem",
+      [](const std::string& masters) { return DiagnosticText(MasterListProblem(masters)); },
+      py::arg("masters"), "'' for a valid master list, else why not.");
 
   // Names below come from the master's metadata: WireText, never a strict decode.
   py::class_<PartitionInfo>(module, "PartitionInfo", "A writable partition of a topic.")

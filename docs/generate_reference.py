@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from tubemq import _core
-from tubemq._config import ASSIGNED_CONSUMER_SCHEMA, CONSUMER_SCHEMA, PRODUCER_SCHEMA, Schema
+from tubemq._config import (
+    ASSIGNED_CONSUMER_SCHEMA,
+    CONSUMER_SCHEMA,
+    PRODUCER_SCHEMA,
+    Key,
+    Schema,
+)
 from tubemq.errors import error_class_for
 
 DOCS = Path(__file__).resolve().parent
@@ -21,12 +27,19 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
 
 
 def _schema_table(schema: Schema, skip: set[str]) -> list[str]:
-    lines = ["| key | type | default | range | meaning |", "|---|---|---|---|---|"]
-    for key in schema.keys.values():
-        if key.name in skip:
-            continue
+    return _key_table([key for key in schema.keys.values() if key.name not in skip])
+
+
+def _key_table(keys: list[Key], heading: str = "key") -> list[str]:
+    lines = [f"| {heading} | type | default | range | meaning |", "|---|---|---|---|---|"]
+    for key in keys:
         default = "required" if key.required else repr(key.default)
-        bounds = "" if key.min is None and key.max is None else f"{key.min}..{key.max}"
+        if key.min is None and key.max is None:
+            bounds = ""
+        elif key.max is None:
+            bounds = f"at least {key.min}"
+        else:
+            bounds = f"{key.min}..{key.max}"
         lines.append(
             f"| `{key.name}` | {_type_name(key.type)} | {default} | {bounds} | {key.doc} |"
         )
@@ -62,8 +75,32 @@ def configuration_page() -> str:
         "",
         *_schema_table(ASSIGNED_CONSUMER_SCHEMA, common | consumer_only),
         "",
+        *_spark_sections(),
     ]
     return "\n".join(sections)
+
+
+def _spark_sections() -> list[str]:
+    # Imported here: the Spark options need no Spark, but they are a page of their own.
+    from tubemq.spark._options import CLIENT_PREFIX, SINK_KEYS, SOURCE_KEYS
+
+    return [
+        "## PySpark data source and sink",
+        "",
+        "Options of `spark.read`/`readStream` and `df.write`/`writeStream` with",
+        '`format("tubemq")` (names case-insensitive, values strings). Client keys above pass',
+        f"through with the prefix `{CLIENT_PREFIX}` (`{CLIENT_PREFIX}rpc_timeout_ms`), except",
+        "the ones the data source sets itself.",
+        "",
+        "### Source",
+        "",
+        *_key_table(list(SOURCE_KEYS), "option"),
+        "",
+        "### Sink",
+        "",
+        *_key_table(list(SINK_KEYS), "option"),
+        "",
+    ]
 
 
 def errors_page() -> str:

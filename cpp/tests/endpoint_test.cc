@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "net/endpoint.h"
+#include "tubemq/client_config.h"
 
 namespace tubemq {
 namespace {
@@ -83,6 +84,22 @@ TEST(Endpoint, EqualityAndOrderingUseHostThenPort) {
   EXPECT_FALSE(b < a);
   EXPECT_EQ(a, (net::Endpoint{"a", 2}));
   EXPECT_FALSE(a == b);
+}
+
+}  // namespace
+}  // namespace tubemq
+
+namespace tubemq {
+namespace {
+
+// The words the Python facade passes on as ConfigError (tests/unit/test_config.py).
+TEST(Endpoint, MasterListProblemsUseTheFacadesWords) {
+  EXPECT_EQ(MasterListProblem("a:1, b:2"), "");
+  EXPECT_EQ(MasterListProblem(" , "), "no master address given");
+  EXPECT_EQ(MasterListProblem("a:1,b"), "'b' is not host:port");
+  EXPECT_EQ(MasterListProblem(":1"), "':1' is not host:port");
+  EXPECT_EQ(MasterListProblem("a:0"), "'a:0' has no valid port (1..65535)");
+  EXPECT_EQ(MasterListProblem("a:http"), "'a:http' has no valid port (1..65535)");
 }
 
 }  // namespace

@@ -13,7 +13,6 @@ import difflib
 import math
 import numbers
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -38,22 +37,23 @@ class Key:
 
 
 def _normalize_master(value: Any) -> str:
-    """Accepts "h:p,h:p" or a list of "h:p"; returns the comma-joined form."""
+    """Accepts "h:p,h:p" or a list of "h:p"; returns the comma-joined form.
+
+    Only the Python shapes are handled here; what makes an entry valid is the core's one
+    parser of master lists (tubemq::MasterListProblem), asked rather than copied.
+    """
     items = [value] if isinstance(value, str) else list(value)
     entries: list[str] = []
     for item in items:
         if not isinstance(item, str):
             raise ValueError(f"entries must be 'host:port' strings, got {type(item).__name__}")
         entries.extend(part.strip() for part in item.split(",") if part.strip())
-    if not entries:
-        raise ValueError("no master address given")
-    for entry in entries:
-        host, sep, port = entry.rpartition(":")
-        if not sep or not host or ":" in host:
-            raise ValueError(f"'{entry}' is not host:port")
-        if not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise ValueError(f"'{entry}' has no valid port (1..65535)")
-    return ",".join(entries)
+    joined = ",".join(entries)
+    check_text(joined, "master")
+    problem = _core.master_list_problem(joined)
+    if problem:
+        raise ValueError(problem)
+    return joined
 
 
 def _readable_file_or_empty(value: Any) -> str:
@@ -225,6 +225,13 @@ def check_msg_time(value: object, name: str = "msg_time") -> str:
     )
 
 
+# The defaults of keys that the core's structs also have are the core's: its headers
+# (tubemq/client_config.h, producer.h, consumer.h) are what C++ users get, so the values
+# are written there and read here, once, from default-made structs.
+_NATIVE_CLIENT = _core.ClientConfig()
+_NATIVE_PRODUCER = _core.ProducerOptions()
+_NATIVE_CONSUMER = _core.ConsumerOptions()
+
 # Keys every client has.
 CLIENT_KEYS: tuple[Key, ...] = (
     Key(
@@ -238,12 +245,19 @@ CLIENT_KEYS: tuple[Key, ...] = (
     Key(
         "rpc_timeout_ms",
         int,
-        10000,
+        _NATIVE_CLIENT.rpc_timeout_ms,
         "Deadline of each request to a master or broker.",
         min=500,
         max=600000,
     ),
-    Key("connect_timeout_ms", int, 3000, "Deadline of each TCP connect.", min=100, max=60000),
+    Key(
+        "connect_timeout_ms",
+        int,
+        _NATIVE_CLIENT.connect_timeout_ms,
+        "Deadline of each TCP connect.",
+        min=100,
+        max=60000,
+    ),
     Key(
         "stats_interval_ms",
         int,
@@ -255,7 +269,7 @@ CLIENT_KEYS: tuple[Key, ...] = (
     Key(
         "heartbeat_period_ms",
         int,
-        10000,
+        _NATIVE_CLIENT.heartbeat_period_ms,
         "Interval of heartbeats to the master; keep it well below the master's client "
         "timeout (30 s by default).",
         min=200,
@@ -264,13 +278,18 @@ CLIENT_KEYS: tuple[Key, ...] = (
     Key(
         "register_attempts",
         int,
-        5,
+        _NATIVE_CLIENT.register_attempts,
         "Rounds over the master list when registering at start.",
         min=1,
         max=100,
     ),
     Key(
-        "register_retry_wait_ms", int, 1000, "Pause between registration rounds.", min=1, max=60000
+        "register_retry_wait_ms",
+        int,
+        _NATIVE_CLIENT.register_retry_wait_ms,
+        "Pause between registration rounds.",
+        min=1,
+        max=60000,
     ),
     Key(
         "local_host",
@@ -289,7 +308,7 @@ CLIENT_KEYS: tuple[Key, ...] = (
     Key(
         "tls_enable",
         bool,
-        False,
+        _NATIVE_CLIENT.tls_enable,
         "Speak TLS to the master and the brokers; `master` must then name the masters' "
         "TLS ports (8716 by default), and the brokers' TLS ports come from the master.",
     ),
@@ -304,7 +323,7 @@ CLIENT_KEYS: tuple[Key, ...] = (
     Key(
         "tls_verify_hostname",
         bool,
-        True,
+        _NATIVE_CLIENT.tls_verify_hostname,
         "Also require the server's certificate to name the host the client dialled.",
     ),
     Key(
@@ -328,7 +347,7 @@ PRODUCER_KEYS: tuple[Key, ...] = (
     Key(
         "max_in_flight",
         int,
-        10000,
+        _NATIVE_PRODUCER.max_in_flight,
         "Sends that may await their broker reply at once; further sends block or fail.",
         min=1,
         max=1_000_000,
@@ -343,7 +362,7 @@ PRODUCER_KEYS: tuple[Key, ...] = (
     Key(
         "send_retries",
         int,
-        2,
+        _NATIVE_PRODUCER.send_retries,
         "Extra attempts, on another partition where possible, after failures that prove "
         "the message was not stored. Timeouts are never retried (no duplicates).",
         min=0,
@@ -360,6 +379,15 @@ PRODUCER_KEYS: tuple[Key, ...] = (
         max=MAX_TIMEOUT_S,
     ),
 )
+
+
+def closest(name: object, known: Iterable[str]) -> str | None:
+    """The known name an unknown ``name`` most likely misspells, or None: the "did you
+    mean" of every unknown key or option (client configs and the Spark options)."""
+    if not isinstance(name, str):
+        return None
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return close[0] if close else None
 
 
 class Schema:
@@ -399,10 +427,9 @@ class Schema:
 
     def _unknown_key_message(self, name: object) -> str:
         message = f"unknown {self.kind} config key {name!r}"
-        if isinstance(name, str):
-            close = difflib.get_close_matches(name, list(self.keys), n=1)
-            if close:
-                message += f"; did you mean {close[0]!r}?"
+        close = closest(name, self.keys)
+        if close is not None:
+            message += f"; did you mean {close!r}?"
         return message
 
     def _check(self, key: Key, value: Any) -> Any:
@@ -469,17 +496,22 @@ def native_producer_options(values: Mapping[str, Any]) -> _core.ProducerOptions:
     return options
 
 
-# Name rules (behaviour.md §0.1), checked here before anything is sent: the master's RPC
-# path checks little, and a separator inside a name would corrupt the strings the
-# protocol builds from names ("topic#item,item", "brokerId:topic:partition").
-_TOPIC_NAME = re.compile(r"[a-zA-Z]\w+", re.ASCII)
-_GROUP_NAME = re.compile(r"[a-zA-Z][\w-]+", re.ASCII)
-MAX_TOPIC_NAME = 64
-MAX_GROUP_NAME = 1024
-MAX_FILTER_ITEM = 256
-MAX_FILTER_ITEMS = 500
-MAX_SESSION_KEY = 1024
-_FILTER_RESERVED = set(",#:= \t\r\n")
+# Name rules (behaviour.md §0.1) are the core's (tubemq/names.h), asked here before
+# anything is sent: the C++ consumer checks the same rules for C++ users, and keeping a
+# second copy here is how the two once came to differ. The messages are built here, from
+# the rule's words, so that they quote names the Python way.
+MAX_TOPIC_NAME: int = _core.MAX_TOPIC_NAME
+MAX_GROUP_NAME: int = _core.MAX_GROUP_NAME
+MAX_FILTER_ITEM: int = _core.MAX_FILTER_ITEM
+MAX_FILTER_ITEMS: int = _core.MAX_FILTER_ITEMS
+MAX_SESSION_KEY: int = _core.MAX_SESSION_KEY
+PARTITION_KEY_FORM: str = _core.PARTITION_KEY_FORM
+
+
+def _name_problem(rule: Callable[[bytes], str], text: str) -> str:
+    # surrogatepass: a lone surrogate reaches the rule as bytes that break it, instead of
+    # failing the conversion to UTF-8.
+    return rule(text.encode("utf-8", "surrogatepass"))
 
 
 def check_topic_name(topic: Any) -> str:
@@ -487,27 +519,32 @@ def check_topic_name(topic: Any) -> str:
     if not isinstance(topic, str) or not topic.strip():
         raise ValueError(f"topic names must be non-blank strings, got {topic!r}")
     name = topic.strip()
-    if len(name) > MAX_TOPIC_NAME or not _TOPIC_NAME.fullmatch(name):
-        raise ValueError(
-            f"invalid topic name {name!r}: 2-{MAX_TOPIC_NAME} ASCII letters, digits and '_', "
-            "starting with a letter"
-        )
+    problem = _name_problem(_core.topic_name_problem, name)
+    if problem:
+        raise ValueError(f"invalid topic name {name!r}: {problem}")
     return name
 
 
 def _check_group(value: str) -> str:
-    if len(value) > MAX_GROUP_NAME or not _GROUP_NAME.fullmatch(value):
-        raise ValueError(
-            f"invalid group name {value!r}: 2-{MAX_GROUP_NAME} ASCII letters, digits, '_' "
-            "and '-', starting with a letter"
-        )
+    problem = _name_problem(_core.group_name_problem, value)
+    if problem:
+        raise ValueError(f"invalid group name {value!r}: {problem}")
     return value
 
 
 def _check_session_key(value: str) -> str:
-    if len(value) > MAX_SESSION_KEY or "," in value:
-        raise ValueError(f"at most {MAX_SESSION_KEY} characters and no ','")
+    problem = _name_problem(_core.session_key_problem, value)
+    if problem:
+        raise ValueError(problem)
     return value
+
+
+def partition_key_topic(key: object) -> str | None:
+    """The topic of a partition key ``brokerId:topic:partitionId`` (the form every
+    check of one uses), or None when ``key`` is not one."""
+    if not isinstance(key, str):
+        return None
+    return _core.partition_key_topic(key.encode("utf-8", "surrogatepass"))
 
 
 def _normalize_topics(value: Any) -> dict[str, list[str]]:
@@ -525,33 +562,45 @@ def _normalize_topics(value: Any) -> dict[str, list[str]]:
         if len(set(filters)) > MAX_FILTER_ITEMS:
             raise ValueError(f"'{name}' has more than {MAX_FILTER_ITEMS} filter items")
         for item in filters:
-            if len(item) > MAX_FILTER_ITEM or _FILTER_RESERVED.intersection(item):
-                raise ValueError(
-                    f"filter item {item[:40]!r} of '{name}': at most {MAX_FILTER_ITEM} "
-                    "characters, none of ',#:=' or blanks"
-                )
+            problem = _name_problem(_core.filter_item_problem, item)
+            if problem:
+                raise ValueError(f"filter item {item[:40]!r} of '{name}': {problem}")
         topics[name] = sorted(set(filters))
     if not topics:
         raise ValueError("at least one topic is needed")
     return topics
 
 
-def _check_consume_from(value: Any) -> str:
-    if value not in ("earliest", "latest", "max_always"):
-        raise ValueError(f"must be 'earliest', 'latest' or 'max_always', got {value!r}")
+# The words of consume_from, spelled here only: the CLIs offer these keys, and the core
+# takes the position they stand for.
+CONSUME_FROM: dict[str, _core.ConsumePosition] = {
+    "earliest": _core.ConsumePosition.EARLIEST,
+    "latest": _core.ConsumePosition.LATEST,
+    "max_always": _core.ConsumePosition.MAX_ALWAYS,
+}
+
+
+def _one_of(allowed: Iterable[str], value: object) -> str:
+    """``value`` if it is one of ``allowed``; ValueError naming them otherwise."""
+    words = list(allowed)
+    if value not in words:
+        listed = " or ".join(map(repr, words))
+        if len(words) > 2:
+            listed = ", ".join(map(repr, words[:-1])) + f" or {words[-1]!r}"
+        raise ValueError(f"must be {listed}, got {value!r}")
     return str(value)
+
+
+def _check_consume_from(value: Any) -> str:
+    return _one_of(CONSUME_FROM, value)
 
 
 def _check_decode(value: str) -> str:
-    if value not in ("none", "inlongmsg"):
-        raise ValueError(f"must be 'none' or 'inlongmsg', got {value!r}")
-    return str(value)
+    return _one_of(("none", "inlongmsg"), value)
 
 
 def _check_decode_errors(value: str) -> str:
-    if value not in ("raise", "skip"):
-        raise ValueError(f"must be 'raise' or 'skip', got {value!r}")
-    return str(value)
+    return _one_of(("raise", "skip"), value)
 
 
 CONSUMER_KEYS: tuple[Key, ...] = (
@@ -574,7 +623,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
     Key(
         "consume_from",
         str,
-        "latest",
+        next(word for word, at in CONSUME_FROM.items() if at == _NATIVE_CONSUMER.position),
         "Where a new group starts: 'earliest', 'latest', or 'max_always' (skip the backlog "
         "at every start).",
         convert=_check_consume_from,
@@ -606,7 +655,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
     Key(
         "msg_not_found_wait_ms",
         int,
-        400,
+        _NATIVE_CONSUMER.msg_not_found_wait_ms,
         "How long a partition without new data rests before it is fetched again.",
         min=0,
         max=60000,
@@ -614,7 +663,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
     Key(
         "confirm_timeout_ms",
         int,
-        60000,
+        _NATIVE_CONSUMER.confirm_timeout_ms,
         "A batch not committed within this time is delivered again.",
         min=1000,
         max=3_600_000,
@@ -622,7 +671,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
     Key(
         "commit_on_next_fetch",
         bool,
-        False,
+        _NATIVE_CONSUMER.commit_on_next_fetch,
         "A commit sends no request of its own: the partition's next fetch (or its "
         "release at unassign, rebalance or close) carries it to the broker, one round trip "
         "per batch instead of two. Until then a crash means the batch comes again.",
@@ -632,7 +681,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
 SOURCE_COUNT_KEY = Key(
     "source_count",
     int,
-    0,
+    _NATIVE_CONSUMER.source_count,
     "How many members the group has (bound consume) or split its partitions "
     "(AssignedConsumer); all members declare the same. 0 declares none.",
     min=0,
@@ -643,11 +692,33 @@ SOURCE_COUNT_KEY = Key(
 def _check_bound_offsets(value: Any) -> dict[str, int]:
     offsets = dict(value or {})
     for key, offset in offsets.items():
-        if not isinstance(key, str) or key.count(":") < 2:
-            raise ValueError(f"key {key!r} is not 'brokerId:topic:partitionId'")
+        if partition_key_topic(key) is None:
+            raise ValueError(f"key {key!r} is not '{PARTITION_KEY_FORM}'")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset of {key} must be an int >= 0, got {offset!r}")
     return offsets
+
+
+def native_consumer_options(
+    values: Mapping[str, Any], *, client_balance: bool
+) -> _core.ConsumerOptions:
+    """The native consumer options for validated values (of either consumer schema)."""
+    options = _core.ConsumerOptions()
+    options.group = values["group"]
+    options.topics = {topic: set(items) for topic, items in values["topics"].items()}
+    options.position = CONSUME_FROM[values["consume_from"]]
+    options.msg_not_found_wait_ms = values["msg_not_found_wait_ms"]
+    options.confirm_timeout_ms = values["confirm_timeout_ms"]
+    options.commit_on_next_fetch = values["commit_on_next_fetch"]
+    options.client_balance = client_balance
+    options.source_count = values["source_count"]
+    if client_balance:
+        options.node_id = values["node_id"]
+    else:
+        options.session_key = values["session_key"]
+        options.select_big = values["select_big"]
+        options.bound_offsets = values["bound_offsets"] or {}
+    return options
 
 
 # Bound consume (server-balanced consumers only): the group starts from given offsets.
@@ -670,7 +741,7 @@ BOUND_CONSUME_KEYS: tuple[Key, ...] = (
     Key(
         "select_big",
         bool,
-        True,
+        _NATIVE_CONSUMER.select_big,
         "Bound consume: where members name different offsets for a partition, the bigger "
         "one wins (else the smaller).",
     ),
@@ -686,7 +757,7 @@ ASSIGNED_CONSUMER_KEYS: tuple[Key, ...] = (
     Key(
         "node_id",
         int,
-        0,
+        _NATIVE_CONSUMER.node_id,
         "This member's index in [0, source_count), unique in the group.",
         min=0,
         max=9999,

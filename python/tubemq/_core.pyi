@@ -1,7 +1,7 @@
 """Type stubs of the private native module ``tubemq._core`` (use the ``tubemq`` package)."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 __version__: str
 
@@ -39,6 +39,8 @@ class ClientConfig:
     tls_cert_file: str
     tls_key_file: str
     def __init__(self) -> None: ...
+
+def master_list_problem(masters: str) -> str: ...
 
 class ProducerOptions:
     max_in_flight: int
@@ -187,23 +189,38 @@ class PartitionMeta:
     @property
     def subscribable(self) -> bool: ...
 
+class ConsumePosition:
+    __members__: ClassVar[dict[str, ConsumePosition]]
+    EARLIEST: ClassVar[ConsumePosition]
+    LATEST: ClassVar[ConsumePosition]
+    MAX_ALWAYS: ClassVar[ConsumePosition]
+    def __init__(self, value: int) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __index__(self) -> int: ...
+    def __int__(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
+
+class ConsumerOptions:
+    group: str
+    topics: dict[str, set[str]]
+    position: ConsumePosition
+    msg_not_found_wait_ms: int
+    confirm_timeout_ms: int
+    commit_on_next_fetch: bool
+    client_balance: bool
+    source_count: int
+    node_id: int
+    session_key: str
+    select_big: bool
+    bound_offsets: dict[str, int]
+    def __init__(self) -> None: ...
+
 class Consumer:
-    def __init__(
-        self,
-        config: ClientConfig,
-        group: str,
-        topics: dict[str, set[str]],
-        consume_from: str,
-        msg_not_found_wait_ms: int,
-        confirm_timeout_ms: int,
-        commit_on_next_fetch: bool = False,
-        client_balance: bool = False,
-        source_count: int = 0,
-        node_id: int = 0,
-        session_key: str = "",
-        select_big: bool = True,
-        bound_offsets: dict[str, int] = ...,
-    ) -> None: ...
+    def __init__(self, config: ClientConfig, options: ConsumerOptions) -> None: ...
     def query_partitions(self, refresh: bool) -> list[PartitionMeta]: ...
     def assign(self, partition_key: str, offset: int) -> None: ...
     def unassign(self, partition_key: str, commit: bool) -> None: ...
@@ -236,3 +253,17 @@ def inlong_encode(
     ext_field: int,
     unique_id: int,
 ) -> bytes: ...
+
+# Name rules (tubemq/names.h); each *_problem is '' for a valid name, else the rule.
+MAX_TOPIC_NAME: int
+MAX_GROUP_NAME: int
+MAX_FILTER_ITEM: int
+MAX_FILTER_ITEMS: int
+MAX_SESSION_KEY: int
+PARTITION_KEY_FORM: str
+
+def topic_name_problem(name: str | bytes) -> str: ...
+def group_name_problem(name: str | bytes) -> str: ...
+def filter_item_problem(item: str | bytes) -> str: ...
+def session_key_problem(key: str | bytes) -> str: ...
+def partition_key_topic(key: str | bytes) -> str | None: ...

@@ -24,7 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
 from tubemq import _core, _log
-from tubemq._config import ASSIGNED_CONSUMER_SCHEMA, check_text, native_client_config
+from tubemq._config import (
+    ASSIGNED_CONSUMER_SCHEMA,
+    check_text,
+    native_client_config,
+    native_consumer_options,
+)
 from tubemq._consuming import INDEX_ENTRY_SIZE, ConsumerBase, Item, Message, _check_keys
 from tubemq.errors import ArgumentTypeError, ConfigError
 from tubemq.inlong import ConsumedRecord
@@ -91,15 +96,7 @@ class AssignedConsumer(ConsumerBase[Item]):
         _log.start_log_dispatcher()
         native = _core.Consumer(
             native_client_config(validated),
-            validated["group"],
-            {topic: set(items) for topic, items in validated["topics"].items()},
-            validated["consume_from"],
-            validated["msg_not_found_wait_ms"],
-            validated["confirm_timeout_ms"],
-            commit_on_next_fetch=validated["commit_on_next_fetch"],
-            client_balance=True,
-            source_count=source_count,
-            node_id=node_id,
+            native_consumer_options(validated, client_balance=True),
         )
         super().__init__(validated, native, stats_cb)
 

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
+from tubemq._config import CONSUME_FROM
 from tubemq.consumer import Consumer
 from tubemq.errors import TubeMQError
 from tubemq.inlong import ConsumedRecord, PackDecodeError
@@ -178,9 +179,7 @@ def parser(prog: str = "tubemq") -> argparse.ArgumentParser:
     c.add_argument("--master", required=True, help="host:port[,host:port]")
     c.add_argument("--topic", required=True, action="append", help="repeatable")
     c.add_argument("--group", required=True)
-    c.add_argument(
-        "--from", dest="start", default="latest", choices=("earliest", "latest", "max_always")
-    )
+    c.add_argument("--from", dest="start", default="latest", choices=tuple(CONSUME_FROM))
     c.add_argument("--count", type=int, help="stop after this many messages (records)")
     c.add_argument("--idle", type=float, help="stop after this many seconds without a message")
     c.add_argument("--format", choices=("value", "json"), default="value")

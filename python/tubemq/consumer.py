@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, overload
 
 from tubemq import _core, _log
-from tubemq._config import CONSUMER_SCHEMA, native_client_config
+from tubemq._config import CONSUMER_SCHEMA, native_client_config, native_consumer_options
 from tubemq._consuming import ConsumerBase, Item, Message
 from tubemq.inlong import ConsumedRecord
 
@@ -78,16 +78,7 @@ class Consumer(ConsumerBase[Item]):
         _log.start_log_dispatcher()
         native = _core.Consumer(
             native_client_config(validated),
-            validated["group"],
-            {topic: set(items) for topic, items in validated["topics"].items()},
-            validated["consume_from"],
-            validated["msg_not_found_wait_ms"],
-            validated["confirm_timeout_ms"],
-            commit_on_next_fetch=validated["commit_on_next_fetch"],
-            source_count=validated["source_count"],
-            session_key=validated["session_key"],
-            select_big=validated["select_big"],
-            bound_offsets=validated["bound_offsets"] or {},
+            native_consumer_options(validated, client_balance=False),
         )
         super().__init__(validated, native, stats_cb)
 

@@ -20,6 +20,7 @@ import uuid
 from concurrent.futures import Future
 from typing import Any
 
+from tubemq._config import CONSUME_FROM
 from tubemq.consumer import Consumer
 from tubemq.errors import TubeMQError
 from tubemq.producer import Producer, SendResult
@@ -179,9 +180,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--master", required=True)
     c.add_argument("--topic", required=True)
     c.add_argument("--group", help="default: a new group each run")
-    c.add_argument(
-        "--from", dest="start", default="earliest", choices=("earliest", "latest", "max_always")
-    )
+    c.add_argument("--from", dest="start", default="earliest", choices=tuple(CONSUME_FROM))
     c.add_argument("--seconds", type=float, default=10)
     c.add_argument("--interval", type=float, default=1.0)
     c.set_defaults(run=consume)

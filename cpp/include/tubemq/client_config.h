@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tubemq {
 
@@ -23,5 +24,10 @@ struct ClientConfig {
   std::string tls_cert_file;        // PEM client certificate (two-way TLS); empty: none
   std::string tls_key_file;         // PEM private key of tls_cert_file
 };
+
+// "" when `masters` is a valid master list ("host:port[,host:port...]", blanks around
+// entries ignored), else why not, naming the bad entry. The one parser of master lists:
+// clients check their config with it, and the Python facade asks it too.
+std::string MasterListProblem(std::string_view masters);
 
 }  // namespace tubemq

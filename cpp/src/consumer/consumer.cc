@@ -2,28 +2,38 @@
 // back on application threads) and forwards to Consumer::Impl.
 #include "tubemq/consumer.h"
 
+#include <string>
+#include <string_view>
+#include <utility>
+
 #include "consumer/consumer_impl.h"
 #include "service/client_settings.h"
+#include "tubemq/names.h"
 
 namespace tubemq {
 namespace {
 
+Status Invalid(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// The name rules are tubemq/names.h's, in the words the Python facade uses too.
 Status ValidateOptions(const ConsumerOptions& options) {
-  if (options.group.empty() || options.group.find_first_of("#@,:") != std::string::npos) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "group '" + options.group + "' must be non-blank without '#', '@', ',' or ':'");
+  if (std::string problem = names::GroupProblem(options.group); !problem.empty()) {
+    return Invalid("invalid group name '" + options.group + "': " + problem);
   }
-  if (options.topics.empty()) {
-    return Status(ErrorCode::kInvalidArgument, "a consumer needs at least one topic");
-  }
+  if (options.topics.empty()) return Invalid("at least one topic is needed");
   for (const auto& [topic, filters] : options.topics) {
-    if (topic.empty() || topic.find_first_of("#@,: ") != std::string::npos) {
-      return Status(ErrorCode::kInvalidArgument, "topic '" + topic + "' is not a valid name");
+    if (std::string problem = names::TopicProblem(topic); !problem.empty()) {
+      return Invalid("invalid topic name '" + topic + "': " + problem);
+    }
+    if (filters.size() > names::kMaxFilterItems) {
+      return Invalid("'" + topic + "' has more than " + std::to_string(names::kMaxFilterItems) +
+                     " filter items");
     }
     for (const auto& item : filters) {
-      if (item.empty() || item.find_first_of("#@,:= ") != std::string::npos) {
-        return Status(ErrorCode::kInvalidArgument,
-                      "filter item '" + item + "' of topic '" + topic + "' is not valid");
+      if (std::string problem = names::FilterItemProblem(item); !problem.empty()) {
+        return Invalid("filter item '" + item + "' of '" + topic + "': " + problem);
       }
     }
   }
@@ -38,9 +48,9 @@ Status ValidateOptions(const ConsumerOptions& options) {
       return Status(ErrorCode::kInvalidArgument,
                     "a session key (bound consume) is for server-balanced consumers");
     }
-    if (options.session_key.find_first_of("#@,:= ") != std::string::npos) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "session key '" + options.session_key + "' must not contain '#@,:= '");
+    if (std::string problem = names::SessionKeyProblem(options.session_key);
+        !problem.empty()) {
+      return Invalid("session key '" + options.session_key + "': " + problem);
     }
     if (options.source_count < 1) {
       return Status(ErrorCode::kInvalidArgument,
@@ -48,14 +58,13 @@ Status ValidateOptions(const ConsumerOptions& options) {
     }
   }
   for (const auto& [key, offset] : options.bound_offsets) {
-    const auto first = key.find(':');
-    const auto last = key.rfind(':');
-    if (first == std::string::npos || first == last || offset < 0 ||
-        options.topics.count(key.substr(first + 1, last - first - 1)) == 0) {
+    std::string_view topic;
+    if (!names::SplitPartitionKey(key, topic) || offset < 0 ||
+        options.topics.count(std::string(topic)) == 0) {
       return Status(ErrorCode::kInvalidArgument,
-                    "bound offset '" + key + "=" + std::to_string(offset) +
-                        "' needs a key 'brokerId:topic:partitionId' of a subscribed topic and "
-                        "an offset >= 0");
+                    "bound offset '" + key + "=" + std::to_string(offset) + "' needs a key '" +
+                        names::kPartitionKeyForm +
+                        "' of a subscribed topic and an offset >= 0");
     }
   }
   if (options.source_count < 0) {

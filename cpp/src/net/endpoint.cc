@@ -9,9 +9,14 @@ namespace {
 
 using meta::Trim;
 
-Status Invalid(std::string_view text, const char* why) {
+// In the words tubemq.ConfigError has always used for a bad `master` entry (the Python
+// facade passes these messages on).
+Status NotHostPort(std::string_view text) {
+  return Status(ErrorCode::kInvalidArgument, "'" + std::string(text) + "' is not host:port");
+}
+Status NoValidPort(std::string_view text) {
   return Status(ErrorCode::kInvalidArgument,
-                "invalid address '" + std::string(text) + "': " + why + " (expected host:port)");
+                "'" + std::string(text) + "' has no valid port (1..65535)");
 }
 
 }  // namespace
@@ -20,14 +25,13 @@ Status ParseEndpoint(std::string_view text, Endpoint& out) {
   text = Trim(text);
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos || text.find(':', colon + 1) != std::string_view::npos) {
-    return Invalid(text, "needs exactly one ':'");
+    return NotHostPort(text);
   }
   const std::string_view host = Trim(text.substr(0, colon));
   const std::string_view port = Trim(text.substr(colon + 1));
-  if (host.empty()) return Invalid(text, "the host is blank");
+  if (host.empty()) return NotHostPort(text);
   int64_t value = 0;
-  if (!meta::ParseInt(port, value)) return Invalid(text, "the port is not a number");
-  if (value < 1 || value > 65535) return Invalid(text, "the port is out of range 1..65535");
+  if (!meta::ParseInt(port, value) || value < 1 || value > 65535) return NoValidPort(text);
   out.host = std::string(host);
   out.port = static_cast<uint16_t>(value);
   return Status::OK();
@@ -49,7 +53,7 @@ Status ParseEndpointList(std::string_view text, std::vector<Endpoint>& out) {
     start = comma + 1;
   }
   if (out.empty()) {
-    return Status(ErrorCode::kInvalidArgument, "the master address list is empty");
+    return Status(ErrorCode::kInvalidArgument, "no master address given");
   }
   return Status::OK();
 }

@@ -4,6 +4,16 @@
 
 #include <string>
 
+namespace tubemq {
+
+std::string MasterListProblem(std::string_view masters) {
+  std::vector<net::Endpoint> parsed;
+  const Status status = net::ParseEndpointList(masters, parsed);
+  return status.ok() ? std::string() : status.message();
+}
+
+}  // namespace tubemq
+
 namespace tubemq::service {
 
 Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters,

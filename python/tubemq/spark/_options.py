@@ -7,18 +7,29 @@ mistyped or out of range, before a single task starts.
 
 Client settings pass through with a ``tubemq.`` prefix (``tubemq.rpc_timeout_ms=5000``);
 they are converted to the type the client's schema declares and checked by the client.
+
+The options themselves are :class:`tubemq._config.Key` tables like the clients' keys (one
+dialect: name, type, default, range, meaning), which the configuration reference is
+generated from; unknown names get the clients' "did you mean" (``_config.closest``).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from tubemq._config import CLIENT_KEYS, CONSUMER_KEYS, PRODUCER_KEYS
+from tubemq._config import (
+    CLIENT_KEYS,
+    CONSUMER_KEYS,
+    PARTITION_KEY_FORM,
+    PRODUCER_KEYS,
+    Key,
+    closest,
+    partition_key_topic,
+)
 from tubemq.errors import ConfigError
 from tubemq.spark._files import ship
 
@@ -104,34 +115,103 @@ class SinkOptions:
         return {**self.client, "master": self.master}
 
 
-_SOURCE_OPTIONS = {
-    "master": "master addresses, 'host:port[,host:port]' (required)",
-    "topic": "topic or comma-separated topics to read (required)",
-    "topics": "alias of 'topic'",
-    "group": "consumer group of the readers (default: one spark-<random> group per reader "
-    "process and topic set, kept across its tasks and queries)",
-    "startingOffsets": "'earliest', 'latest' or JSON {partition key: offset}",
-    "endingOffsets": "'latest' or JSON {partition key: offset} (batch queries only)",
-    "filters": "msgTypes to keep: 'a,b' for every topic or JSON {topic: [msgType, ...]}",
-    "minPartitions": "split partitions into at least this many Spark input partitions",
-    "maxMessagesPerTrigger": "at most this many messages per micro-batch (streaming)",
-    "failOnDataLoss": "fail when a start offset has been deleted (default true)",
-    "readTimeoutMs": "fail a task that waits this long for data it planned to read",
-    "prefetchBatches": "fetched batches a task reads ahead of Spark, on a thread of its own "
-    "(0: none)",
-    "partitionOccupiedRetryMs": "how long a task retries a partition another reader holds",
-    "decode": "'inlongmsg': one row per record of the InLongMsg packs (default 'none')",
-    "decodeErrors": "with decode: 'fail' (default) or 'skip' a message that is not a valid pack",
-}
+SOURCE_KEYS: tuple[Key, ...] = (
+    Key("master", str, None, "Master addresses, 'host:port[,host:port]'.", required=True),
+    Key("topic", str, None, "Topic or comma-separated topics to read.", required=True),
+    Key("topics", str, None, "Alias of 'topic'."),
+    Key(
+        "group",
+        str,
+        None,
+        "Consumer group of the readers; unset: one spark-<random> group per reader process "
+        "and topic set, kept across its tasks and queries.",
+    ),
+    Key(
+        "startingOffsets",
+        str,
+        None,
+        "'earliest', 'latest' or JSON {partition key: offset}; unset: 'earliest' for batch "
+        "queries, 'latest' for streaming ones.",
+    ),
+    Key(
+        "endingOffsets",
+        str,
+        LATEST,
+        "'latest' or JSON {partition key: offset} (batch queries only).",
+    ),
+    Key(
+        "filters",
+        str,
+        None,
+        "msgTypes to keep: 'a,b' for every topic or JSON {topic: [msgType, ...]}.",
+    ),
+    Key(
+        "minPartitions",
+        int,
+        1,
+        "Split partitions into at least this many Spark input partitions.",
+        min=1,
+    ),
+    Key(
+        "maxMessagesPerTrigger",
+        int,
+        None,
+        "At most this many messages per micro-batch (streaming queries only).",
+        min=1,
+    ),
+    Key("failOnDataLoss", bool, True, "Fail when a start offset has been deleted."),
+    Key(
+        "readTimeoutMs",
+        int,
+        120_000,
+        "Fail a task that waits this long for data it planned to read.",
+        min=1000,
+    ),
+    Key(
+        "prefetchBatches",
+        int,
+        8,
+        "Fetched batches a task reads ahead of Spark, on a thread of its own (0: none).",
+        min=0,
+    ),
+    Key(
+        "partitionOccupiedRetryMs",
+        int,
+        90_000,
+        "How long a task retries a partition another reader holds.",
+        min=0,
+    ),
+    Key(
+        "decode",
+        str,
+        "none",
+        "'inlongmsg': one row per record of the InLongMsg packs; 'none': one per message.",
+    ),
+    Key(
+        "decodeErrors",
+        str,
+        "fail",
+        "With decode: 'fail' or 'skip' a message that is not a valid pack.",
+    ),
+)
 
-_SINK_OPTIONS = {
-    "master": "master addresses, 'host:port[,host:port]' (required)",
-    "topic": "topic of rows whose 'topic' column is absent or null",
-    "flushTimeoutMs": "how long a task waits for the broker to confirm its sends",
-}
+SINK_KEYS: tuple[Key, ...] = (
+    Key("master", str, None, "Master addresses, 'host:port[,host:port]'.", required=True),
+    Key("topic", str, None, "Topic of rows whose 'topic' column is absent or null."),
+    Key(
+        "flushTimeoutMs",
+        int,
+        120_000,
+        "How long a task waits for the broker to confirm its sends.",
+        min=100,
+    ),
+)
+
+_SOURCE_OPTIONS = {key.name: key for key in SOURCE_KEYS}
+_SINK_OPTIONS = {key.name: key for key in SINK_KEYS}
 
 
-def _check_known(options: Mapping[str, str], known: Mapping[str, str], kind: str) -> None:
+def _check_known(options: Mapping[str, str], known: Mapping[str, Key], kind: str) -> None:
     lowered_known = {name.lower(): name for name in known}
     for name in options:
         lowered = name.lower()
@@ -142,9 +222,9 @@ def _check_known(options: Mapping[str, str], known: Mapping[str, str], kind: str
         ):
             continue
         message = f"unknown tubemq {kind} option '{name}'"
-        close = difflib.get_close_matches(lowered, list(lowered_known), n=1)
-        if close:
-            message += f"; did you mean '{lowered_known[close[0]]}'?"
+        close = closest(lowered, lowered_known)
+        if close is not None:
+            message += f"; did you mean '{lowered_known[close]}'?"
         message += f". Known options: {', '.join(sorted(known))}, and tubemq.<client key>"
         raise ConfigError(message, key=name)
 
@@ -164,23 +244,26 @@ def _required(options: Mapping[str, str], name: str, kind: str) -> str:
     return value
 
 
-def _int(options: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
+def _int(options: Mapping[str, str], key: Key) -> int | None:
+    """An integer option, at least its key's minimum; the key's default when unset."""
+    name = key.name
     text = _get(options, name)
     if text is None:
-        return default
+        return int(key.default) if key.default is not None else None
     try:
         value = int(text)
     except ValueError:
         raise ConfigError(f"option '{name}' must be an integer, got {text!r}", key=name) from None
-    if value < minimum:
-        raise ConfigError(f"option '{name}' must be at least {minimum}, got {value}", key=name)
+    if key.min is not None and value < key.min:
+        raise ConfigError(f"option '{name}' must be at least {key.min}, got {value}", key=name)
     return value
 
 
-def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+def _bool(options: Mapping[str, str], key: Key) -> bool:
+    name = key.name
     text = _get(options, name)
     if text is None:
-        return default
+        return bool(key.default)
     if text.lower() in ("true", "1", "yes"):
         return True
     if text.lower() in ("false", "0", "no"):
@@ -218,9 +301,9 @@ def parse_offsets(text: str | None, name: str, default: str, allowed: tuple[str,
         raise ConfigError(f"option '{name}' must be a JSON object", key=name)
     per_key: dict[str, Position] = {}
     for key, value in parsed.items():
-        if key.count(":") != 2:
+        if partition_key_topic(key) is None:
             raise ConfigError(
-                f"option '{name}': {key!r} is not a partition key 'brokerId:topic:partitionId'",
+                f"option '{name}': {key!r} is not a partition key '{PARTITION_KEY_FORM}'",
                 key=name,
             )
         if isinstance(value, str) and value.lower() in (EARLIEST, LATEST):
@@ -296,9 +379,9 @@ def client_settings(options: Mapping[str, str]) -> dict[str, Any]:
             )
         if key not in _CLIENT_KEY_TYPES:
             message = f"option '{name}': unknown client key {key!r}"
-            close = difflib.get_close_matches(key, list(_CLIENT_KEY_TYPES), n=1)
-            if close:
-                message += f"; did you mean '{CLIENT_PREFIX}{close[0]}'?"
+            close = closest(key, _CLIENT_KEY_TYPES)
+            if close is not None:
+                message += f"; did you mean '{CLIENT_PREFIX}{close}'?"
             raise ConfigError(message, key=name)
         settings[key] = _convert_client_value(key, name, str(value).strip())
     return ship(settings, CLIENT_PREFIX)
@@ -325,14 +408,14 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
             "reads until it is stopped",
             key="endingOffsets",
         )
-    max_per_trigger = _int(options, "maxMessagesPerTrigger", None, 1)
+    max_per_trigger = _int(options, _SOURCE_OPTIONS["maxMessagesPerTrigger"])
     if not streaming and max_per_trigger is not None:
         raise ConfigError(
             "option 'maxMessagesPerTrigger' applies to streaming queries only",
             key="maxMessagesPerTrigger",
         )
-    decode = _choice(options, "decode", ("none", "inlongmsg")) == "inlongmsg"
-    skip_bad_packs = _choice(options, "decodeErrors", ("fail", "skip")) == "skip"
+    decode = _choice(options, _SOURCE_OPTIONS["decode"], ("none", "inlongmsg")) == "inlongmsg"
+    skip_bad_packs = _choice(options, _SOURCE_OPTIONS["decodeErrors"], ("fail", "skip")) == "skip"
     if _get(options, "decodeErrors") is not None and not decode:
         raise ConfigError(
             "option 'decodeErrors' applies with option('decode', 'inlongmsg') only",
@@ -348,26 +431,29 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
             LATEST if streaming else EARLIEST,
             (EARLIEST, LATEST),
         ),
-        ending=parse_offsets(ending_text, "endingOffsets", LATEST, (LATEST,)),
+        ending=parse_offsets(
+            ending_text, "endingOffsets", _SOURCE_OPTIONS["endingOffsets"].default, (LATEST,)
+        ),
         filters=_filters(options, topics),
-        min_partitions=_int(options, "minPartitions", 1, 1) or 1,
+        min_partitions=_int(options, _SOURCE_OPTIONS["minPartitions"]) or 1,
         max_messages_per_trigger=max_per_trigger,
-        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
-        read_timeout_s=(_int(options, "readTimeoutMs", 120_000, 1000) or 0) / 1000.0,
-        occupied_retry_s=(_int(options, "partitionOccupiedRetryMs", 90_000, 0) or 0) / 1000.0,
+        fail_on_data_loss=_bool(options, _SOURCE_OPTIONS["failOnDataLoss"]),
+        read_timeout_s=(_int(options, _SOURCE_OPTIONS["readTimeoutMs"]) or 0) / 1000.0,
+        occupied_retry_s=(_int(options, _SOURCE_OPTIONS["partitionOccupiedRetryMs"]) or 0) / 1000.0,
         client=client_settings(options),
         decode=decode,
         skip_bad_packs=skip_bad_packs,
-        prefetch_batches=_int(options, "prefetchBatches", 8, 0) or 0,
+        prefetch_batches=_int(options, _SOURCE_OPTIONS["prefetchBatches"]) or 0,
         group_given=_get(options, "group") is not None,
     )
 
 
-def _choice(options: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
-    """One of ``allowed`` (case-insensitive); the first when the option is absent."""
+def _choice(options: Mapping[str, str], key: Key, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed`` (case-insensitive); the key's default when the option is absent."""
+    name = key.name
     text = _get(options, name)
     if text is None:
-        return allowed[0]
+        return str(key.default)
     if text.lower() not in allowed:
         raise ConfigError(
             f"option '{name}' must be {' or '.join(map(repr, allowed))}, got {text!r}", key=name
@@ -382,6 +468,6 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     return SinkOptions(
         master=_required(options, "master", "sink"),
         topic=_get(options, "topic"),
-        flush_timeout_s=(_int(options, "flushTimeoutMs", 120_000, 100) or 0) / 1000.0,
+        flush_timeout_s=(_int(options, _SINK_OPTIONS["flushTimeoutMs"]) or 0) / 1000.0,
         client=client_settings(options),
     )

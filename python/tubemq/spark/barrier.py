@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 import tubemq
-from tubemq._config import CLIENT_KEYS
+from tubemq._config import CLIENT_KEYS, partition_key_topic
 from tubemq.spark import _clients
 from tubemq.spark._arrow import SCHEMA_DDL, concat, record_batch
 from tubemq.spark._files import materialize, ship
@@ -178,8 +178,7 @@ def _checked_resume(resume: Mapping[str, int] | None, topics: Sequence[str]) -> 
         )
     checked: dict[str, int] = {}
     for key, offset in resume.items():
-        parts = key.split(":") if isinstance(key, str) else []
-        if len(parts) != 3 or parts[1] not in topics:
+        if partition_key_topic(key) not in topics:
             raise tubemq.ConfigError(
                 f"resume names {key!r}, not a partition key of {list(topics)}", key="resume"
             )
