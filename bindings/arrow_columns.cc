@@ -2,6 +2,7 @@
 // object per message (design.md §5).
 #include "arrow_columns.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -69,7 +70,11 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
   size_t body_bytes = 0, pairs = 0;
   for (const auto& message : batch.messages) {
     body_bytes += message.body.size();
-    pairs += message.properties.size();
+    // At most one pair per item: a bound for the reservations, without parsing.
+    if (!message.attribute.empty()) {
+      pairs += 1 + static_cast<size_t>(
+                       std::count(message.attribute.begin(), message.attribute.end(), ','));
+    }
   }
   if (body_bytes > static_cast<size_t>(INT32_MAX)) {
     ThrowStatus(Status(ErrorCode::kInvalidArgument, "batch too large for 32-bit Arrow offsets"));
@@ -110,7 +115,7 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
       ids.append(reinterpret_cast<const char*>(&id), sizeof id);
       types.AddOptional(message.msg_type, index, count);
       times.AddOptional(message.msg_time, index, count);
-      const auto& properties = message.properties;
+      const auto properties = message.Properties();
       shown.clear();
       replaced.clear();
       for (const auto& property : properties) {

@@ -26,7 +26,7 @@ struct PyMessage {
 };
 
 // msgType / msgTime: None when the message has none.
-py::object OptionalText(const std::string& text) {
+py::object OptionalText(std::string_view text) {
   return text.empty() ? py::object(py::none()) : py::object(WireText(text));
 }
 
@@ -90,7 +90,7 @@ void RegisterMessages(py::module_& module) {
           "attrs",
           [](const PyMessage& self) {
             py::dict out;
-            for (const auto& [key, value] : self.message().properties) {
+            for (const auto& [key, value] : self.message().Properties()) {
               out[WireText(key)] = WireText(value);
             }
             return out;
@@ -99,16 +99,17 @@ void RegisterMessages(py::module_& module) {
       .def_property_readonly(
           "raw_msg_type",
           [](const PyMessage& self) {
-            const std::string& type = self.message().msg_type;
-            return type.empty() ? py::object(py::none()) : py::object(py::bytes(type));
+            const std::string_view type = self.message().msg_type;
+            return type.empty() ? py::object(py::none())
+                                : py::object(py::bytes(type.data(), type.size()));
           },
           "The msgType item exactly as the producer wrote it, or None.")
       .def_property_readonly(
           "raw_attrs",
           [](const PyMessage& self) {
             py::dict out;
-            for (const auto& [key, value] : self.message().properties) {
-              out[py::bytes(key)] = py::bytes(value);
+            for (const auto& [key, value] : self.message().Properties()) {
+              out[py::bytes(key.data(), key.size())] = py::bytes(value.data(), value.size());
             }
             return out;
           },

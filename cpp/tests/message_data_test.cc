@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "meta/message_data.h"
+#include "tubemq/consumer.h"
 #include "service/credentials.h"
 #include "test_bytes.h"
 
@@ -138,6 +139,31 @@ TEST(MessageDecoding, RoundTripWithPropertiesAndTime) {
   // Without the flag the same bytes are all body.
   ASSERT_TRUE(DecodeMessageData(encoded.data, 0, MaskedCrc32(encoded.data), message));
   EXPECT_EQ(message.body, encoded.data);
+}
+
+TEST(MessageDecoding, PropertiesParsedLaterMatchTheEagerOnes) {
+  OutgoingMessage outgoing;
+  outgoing.msg_type = "A";
+  outgoing.msg_time = "202501011230";
+  outgoing.attributes = {{"k1", "v1"}, {"empty", ""}, {"k3", "v3"}};
+  std::string attribute;
+  ASSERT_TRUE(BuildAttribute(outgoing, attribute).ok());
+  const MessageData encoded = EncodeMessageData(attribute, std::string("body"));
+  const int32_t crc = MaskedCrc32(encoded.data);
+  DecodedMessage eager, lazy;
+  ASSERT_TRUE(DecodeMessageData(encoded.data, encoded.flag, crc, eager));
+  ASSERT_TRUE(DecodeMessageData(encoded.data, encoded.flag, crc, lazy, false));
+  // The fetch path's decode finds the reserved items and leaves the rest for later.
+  EXPECT_TRUE(lazy.properties.empty());
+  EXPECT_EQ(lazy.msg_type, "A");
+  EXPECT_EQ(lazy.msg_time, "202501011230");
+  EXPECT_EQ(ParseProperties(lazy.attribute), eager.properties);
+  ASSERT_EQ(eager.properties.size(), 3u);
+  EXPECT_EQ(eager.properties[2].second, "v3");
+
+  tubemq::ReceivedMessage received;
+  received.attribute = lazy.attribute;
+  EXPECT_EQ(received.Properties(), eager.properties);
 }
 
 }  // namespace

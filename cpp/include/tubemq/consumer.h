@@ -67,12 +67,18 @@ struct PartitionStatus {
   bool subscribable = false;
 };
 
+// Views into the batch's bytes (ReceivedBatch::owner keeps them alive): a fetch copies
+// nothing per message and parses its attribute string only as far as msgType and
+// msgTime; the other attributes are parsed when asked for.
 struct ReceivedMessage {
   int64_t message_id = 0;
-  std::string_view body;  // a view into the batch's bytes
-  std::string msg_type;
-  std::string msg_time;
-  std::vector<std::pair<std::string, std::string>> properties;
+  std::string_view body;
+  std::string_view msg_type;   // "" when the message has none
+  std::string_view msg_time;   // "" unless the message has a 12-digit one
+  std::string_view attribute;  // the whole attribute string, as the producer sent it
+  // The attribute items other than msgType and msgTime, in order, parsed from
+  // `attribute` on each call (items without '=' or with a blank key are left out).
+  std::vector<std::pair<std::string_view, std::string_view>> Properties() const;
 };
 
 struct ReceivedBatch {

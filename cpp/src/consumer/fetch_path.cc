@@ -133,7 +133,7 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     bytes += static_cast<int64_t>(message.payloaddata().size());
     meta::DecodedMessage decoded;
     if (!meta::DecodeMessageData(message.payloaddata(), message.flag(), message.checksum(),
-                                 decoded)) {
+                                 decoded, /*with_properties=*/false)) {
       TUBEMQ_LOG_WARN("dropping message " << message.messageid() << " of " << key
                                           << ": checksum or layout is wrong");
       continue;
@@ -142,11 +142,9 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     ReceivedMessage received;
     received.message_id = message.messageid();
     received.body = decoded.body;
-    received.msg_type = std::string(decoded.msg_type);
-    received.msg_time = std::string(decoded.msg_time);
-    for (const auto& [name, value] : decoded.properties) {
-      received.properties.emplace_back(std::string(name), std::string(value));
-    }
+    received.msg_type = decoded.msg_type;
+    received.msg_time = decoded.msg_time;
+    received.attribute = decoded.attribute;
     batch.messages.push_back(std::move(received));
   }
   outcome.batch_bytes = bytes;

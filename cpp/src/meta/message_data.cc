@@ -7,6 +7,7 @@
 
 #include "codec/big_endian.h"
 #include "meta/text.h"
+#include "tubemq/consumer.h"
 
 namespace tubemq::meta {
 namespace {
@@ -99,22 +100,13 @@ int32_t SentAddr(std::string_view ipv4) {
   return static_cast<int32_t>(value);
 }
 
-bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
-                       DecodedMessage& out) {
-  out = DecodedMessage();
-  if (MaskedCrc32(data) != check_sum) return false;
-  std::string_view rest = data;
-  if ((flag & 1) != 0) {
-    if (rest.size() < 4) return false;
-    const uint32_t length = codec::GetUint32(reinterpret_cast<const uint8_t*>(rest.data()));
-    rest.remove_prefix(4);
-    if (length > rest.size()) return false;
-    out.attribute = rest.substr(0, length);
-    rest.remove_prefix(length);
-  }
-  out.body = rest;
-  if (out.attribute.empty()) return true;
-  for (std::string_view item : Split(out.attribute, ',')) {
+namespace {
+
+// Walks the items of an attribute string: the reserved ones into `out`'s msg_type and
+// msg_time, the others into `properties` when given.
+void ScanAttribute(std::string_view attribute, DecodedMessage& out,
+                   std::vector<std::pair<std::string_view, std::string_view>>* properties) {
+  for (std::string_view item : Split(attribute, ',')) {
     const size_t equals = item.find('=');
     if (equals == std::string_view::npos) continue;
     const std::string_view key = item.substr(0, equals);
@@ -128,11 +120,48 @@ bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
             return std::isdigit(static_cast<unsigned char>(c));
           });
       if (twelve_digits) out.msg_time = value;
-    } else {
-      out.properties.emplace_back(key, value);
+    } else if (properties != nullptr) {
+      properties->emplace_back(key, value);
     }
+  }
+}
+
+}  // namespace
+
+bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
+                       DecodedMessage& out, bool with_properties) {
+  out = DecodedMessage();
+  if (MaskedCrc32(data) != check_sum) return false;
+  std::string_view rest = data;
+  if ((flag & 1) != 0) {
+    if (rest.size() < 4) return false;
+    const uint32_t length = codec::GetUint32(reinterpret_cast<const uint8_t*>(rest.data()));
+    rest.remove_prefix(4);
+    if (length > rest.size()) return false;
+    out.attribute = rest.substr(0, length);
+    rest.remove_prefix(length);
+  }
+  out.body = rest;
+  if (!out.attribute.empty()) {
+    ScanAttribute(out.attribute, out, with_properties ? &out.properties : nullptr);
   }
   return true;
 }
 
+std::vector<std::pair<std::string_view, std::string_view>> ParseProperties(
+    std::string_view attribute) {
+  DecodedMessage reserved;
+  std::vector<std::pair<std::string_view, std::string_view>> properties;
+  ScanAttribute(attribute, reserved, &properties);
+  return properties;
+}
+
 }  // namespace tubemq::meta
+
+namespace tubemq {
+
+std::vector<std::pair<std::string_view, std::string_view>> ReceivedMessage::Properties() const {
+  return meta::ParseProperties(attribute);
+}
+
+}  // namespace tubemq

@@ -48,8 +48,14 @@ struct DecodedMessage {
 };
 
 // false when the message must be skipped: checksum mismatch, or an attribute header
-// that does not fit the data (a corrupt or hostile message).
+// that does not fit the data (a corrupt or hostile message). Without `with_properties`
+// `out.properties` stays empty (the fetch path parses them only when asked,
+// ParseProperties).
 bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
-                       DecodedMessage& out);
+                       DecodedMessage& out, bool with_properties = true);
+
+// The "key=value" items of an attribute string other than the reserved ones.
+std::vector<std::pair<std::string_view, std::string_view>> ParseProperties(
+    std::string_view attribute);
 
 }  // namespace tubemq::meta
