@@ -1,13 +1,20 @@
 // Outcomes of asynchronous sends, handed from I/O threads to Python. An I/O thread only
 // pushes (a short lock, no Python); the facade's delivery thread drains with the GIL
 // released and completes futures and callbacks itself (design.md §2).
+//
+// The queue is bounded from the sending side: an I/O thread must never block, so a push
+// always succeeds, but a new send waits for room (HasRoom) while `limit` outcomes wait
+// for Python. So a slow callback slows the sender down instead of letting outcomes (and
+// their futures) pile up; at most `limit` plus the sends in flight are ever undelivered.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "tubemq/message.h"
@@ -23,12 +30,35 @@ struct Delivery {
 
 class DeliveryQueue {
  public:
+  explicit DeliveryQueue(size_t limit) : limit_(limit) {}
+
   void Push(Delivery delivery) {
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       items_.push_back(std::move(delivery));
+      size_.store(items_.size(), std::memory_order_relaxed);
+      // Only what the drainer waits for wakes it: the first outcome, or the count its
+      // linger waits for. A wake-up per push cost a futex call per message.
+      wake = items_.size() == 1 || items_.size() == lingering_for_;
     }
-    ready_.notify_one();
+    if (wake) ready_.notify_one();
+  }
+
+  // Whether a new send may go: fewer than `limit` outcomes wait for Python. The delivery
+  // thread itself always may (a callback that sends must not wait for its own thread).
+  bool HasRoom() const {
+    return size_.load(std::memory_order_relaxed) < limit_ ||
+           drainer_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+
+  // Waits up to `wait` for room (or Wake()).
+  bool WaitRoom(std::chrono::milliseconds wait) {
+    if (HasRoom()) return true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t woken = wake_generation_;
+    room_.wait_for(lock, wait, [&] { return HasRoom() || wake_generation_ != woken; });
+    return HasRoom();
   }
 
   // Waits up to `wait` for at least one delivery (or Wake()), then takes up to `max`.
@@ -40,18 +70,24 @@ class DeliveryQueue {
   // later for it.
   std::vector<Delivery> Drain(std::chrono::milliseconds wait, size_t max) {
     static constexpr auto kLinger = std::chrono::milliseconds(2);
+    drainer_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mutex_);
     const uint64_t woken = wake_generation_;
     ready_.wait_for(lock, wait, [&] { return !items_.empty() || wake_generation_ != woken; });
     if (!items_.empty() && wake_generation_ == woken) {
+      lingering_for_ = max;
       ready_.wait_for(lock, kLinger,
                       [&] { return items_.size() >= max || wake_generation_ != woken; });
+      lingering_for_ = 0;
     }
     std::vector<Delivery> out;
     while (!items_.empty() && out.size() < max) {
       out.push_back(std::move(items_.front()));
       items_.pop_front();
     }
+    size_.store(items_.size(), std::memory_order_relaxed);
+    lock.unlock();
+    if (!out.empty()) room_.notify_all();
     return out;
   }
 
@@ -61,12 +97,18 @@ class DeliveryQueue {
       ++wake_generation_;
     }
     ready_.notify_all();
+    room_.notify_all();
   }
 
  private:
+  const size_t limit_;
   std::mutex mutex_;
-  std::condition_variable ready_;
+  std::condition_variable ready_;  // the drainer waits here for outcomes
+  std::condition_variable room_;   // senders wait here for room
   std::deque<Delivery> items_;
+  std::atomic<size_t> size_{0};    // items_.size(), read without the lock
+  std::atomic<std::thread::id> drainer_{};
+  size_t lingering_for_ = 0;       // the count a lingering drain waits for (0: none)
   uint64_t wake_generation_ = 0;
 };
 

@@ -30,7 +30,7 @@ class PyProducer {
  public:
   PyProducer(const ClientConfig& config, const ProducerOptions& options)
       : producer_(std::make_unique<Producer>(config, options)),
-        deliveries_(std::make_shared<DeliveryQueue>()),
+        deliveries_(std::make_shared<DeliveryQueue>(static_cast<size_t>(options.max_in_flight))),
         creator_pid_(::getpid()) {
     Check(producer_->Usable());
   }
@@ -114,11 +114,14 @@ class PyProducer {
                            });
     };
     const bool sent = WithoutGil([&] {
-      if (!producer_->AcquireSendSlot(std::chrono::milliseconds(0))) return false;
+      if (!deliveries_->HasRoom() || !producer_->AcquireSendSlot(std::chrono::milliseconds(0))) {
+        return false;
+      }
       hand_off();
       return true;
     });
     if (sent) return;
+    AwaitDeliveryRoom(block);
     AcquireSlot(block, std::nullopt, std::nullopt);
     WithoutGil(hand_off);
   }
@@ -160,6 +163,22 @@ class PyProducer {
                                                          std::to_string(*timeout) +
                                                          " s; nothing was sent"));
     }
+  }
+
+  // Outcomes Python has not taken yet count against the window too (deliveries.h):
+  // wait for the delivery thread to catch up, or fail at once when the caller must not
+  // block.
+  void AwaitDeliveryRoom(bool block) {
+    const auto room = [&](std::chrono::milliseconds wait) {
+      return WithoutGil([&] { return deliveries_->WaitRoom(wait); });
+    };
+    if (!block) {
+      if (room(std::chrono::milliseconds(0))) return;
+      ThrowStatus(Status(ErrorCode::kQueueFull,
+                         "max_in_flight send outcomes wait for the delivery thread (a slow "
+                         "callback?); retry later, flush(), or set block_on_full"));
+    }
+    WaitInSlices(std::nullopt, room);
   }
 
   std::unique_ptr<Producer> producer_;

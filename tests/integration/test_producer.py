@@ -187,6 +187,51 @@ def test_full_window_raises_queue_full_when_asked_not_to_block(master, topics):
         assert all(future.result().message_id >= 0 for future in futures)
 
 
+def test_a_slow_callback_slows_the_sender_instead_of_piling_up_outcomes(master, topics):
+    """Outcomes the delivery thread has not handed to Python yet count against
+    max_in_flight: with a callback of 10 ms, send_async waits for it, so no more than
+    the window's worth of sends ever wait undelivered, and nothing is lost."""
+    window, count, nap = 20, 300, 0.01
+    delivered: list[int] = []
+
+    def slow(error, result):
+        time.sleep(nap)
+        delivered.append(0 if error is None else 1)
+
+    with tubemq.Producer(master=master, max_in_flight=window) as client:
+        client.publish(topics[5])
+        began, undelivered = time.monotonic(), 0
+        for i in range(count):
+            client.send_async(topics[5], f"slow{i}".encode(), callback=slow)
+            undelivered = max(undelivered, client.metrics()["in_flight"])
+        sending = time.monotonic() - began
+        assert client.flush(timeout=60) == 0
+    # Queued outcomes (at most `window`) plus the sends in flight (at most `window`).
+    assert undelivered <= 2 * window + 1, undelivered
+    assert sending >= (count - 2 * window) * nap * 0.8  # paced by the callback
+    assert delivered == [0] * count
+
+
+def test_a_callback_may_send_even_when_outcomes_wait(master, topics):
+    """The delivery thread itself never waits for room: a callback that sends again
+    (a retry, a follow-up) cannot deadlock it."""
+    follow_ups = []
+
+    with tubemq.Producer(master=master, max_in_flight=2) as client:
+        client.publish(topics[5])
+
+        def again(error, result):
+            if len(follow_ups) < 50:
+                follow_ups.append(client.send_async(topics[5], b"follow-up"))
+
+        for _ in range(20):
+            client.send_async(topics[5], b"first", callback=again)
+        assert client.flush(timeout=30) == 0
+        assert client.flush(timeout=30) == 0  # the follow-ups sent by callbacks
+    assert len(follow_ups) == 20
+    assert all(future.result(timeout=10).message_id >= 0 for future in follow_ups)
+
+
 def test_closed_producer_refuses_sends(master, topics):
     # Scenario 9.
     client = tubemq.Producer(master=master)
