@@ -1,6 +1,13 @@
 // tubemq._core.Message and Batch: what a fetch hands Python. Message values are exposed
 // through the buffer protocol as views into the fetched bytes (no copy); a message keeps
 // its batch, and so the bytes, alive.
+//
+// Message is a plain CPython type, not a pybind11 class: the consume loop makes one per
+// message and reads a field or two of it, and there pybind11's per-instance costs
+// (a heap holder, an entry in its instance registry, an atomic shared_ptr copy, a
+// buffer_info per memoryview) were most of the Python side's time per message
+// (issue 18). A Message is the Batch object it came from (one reference) and an index;
+// it holds no other object, so the cyclic GC need not track it.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -18,104 +25,208 @@ namespace py = pybind11;
 namespace tubemq::bindings {
 namespace {
 
-// One message of a batch; keeps the batch (and so its bytes) alive.
-struct PyMessage {
-  std::shared_ptr<const ReceivedBatch> batch;
-  size_t index = 0;
-  const ReceivedMessage& message() const { return batch->messages[index]; }
+struct MessageObject {
+  PyObject_HEAD
+  PyObject* batch;            // the Batch (strong reference); keeps `data` alive
+  const ReceivedBatch* data;  // the Batch's C++ object
+  Py_ssize_t index;           // position in data->messages
 };
+
+PyTypeObject* message_type = nullptr;  // made once, when the module is imported
+
+MessageObject* AsMessage(PyObject* self) { return reinterpret_cast<MessageObject*>(self); }
+const ReceivedMessage& Received(PyObject* self) {
+  const MessageObject* message = AsMessage(self);
+  return message->data->messages[static_cast<size_t>(message->index)];
+}
+
+// Runs a getter body that builds a pybind11 object, for a CPython slot: a Python error
+// raised inside comes back as NULL with the error set.
+template <typename Make>
+PyObject* Slot(Make&& make) {
+  try {
+    return make().release().ptr();
+  } catch (py::error_already_set& error) {
+    error.restore();
+  } catch (const std::exception& error) {
+    PyErr_SetString(PyExc_RuntimeError, error.what());
+  }
+  return nullptr;
+}
 
 // msgType / msgTime: None when the message has none.
 py::object OptionalText(std::string_view text) {
   return text.empty() ? py::object(py::none()) : py::object(WireText(text));
 }
 
+void MessageDealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  Py_XDECREF(AsMessage(self)->batch);
+  type->tp_free(self);
+  Py_DECREF(type);  // instances of a heap type hold a reference to it
+}
+
+int MessageGetBuffer(PyObject* self, Py_buffer* view, int flags) {
+  const std::string_view body = Received(self).body;
+  return PyBuffer_FillInfo(view, self, const_cast<char*>(body.data()),
+                           static_cast<Py_ssize_t>(body.size()), /*readonly=*/1, flags);
+}
+
+Py_ssize_t MessageLength(PyObject* self) {
+  return static_cast<Py_ssize_t>(Received(self).body.size());
+}
+
 // Message(topic='demo', partition_key='1:demo:0', message_id=42, value=b'abc' (3 bytes)):
 // the value cut to its first bytes, so that printing a message never floods a log.
-py::str MessageRepr(const PyMessage& self) {
-  constexpr size_t kShown = 20;
-  const std::string_view body = self.message().body;
-  const std::string_view head = body.substr(0, kShown);
-  return py::str("Message(topic={!r}, partition_key={!r}, message_id={}, value={!r}{} ({} "
-                 "bytes))")
-      .format(WireText(self.batch->topic), WireText(self.batch->partition_key),
-              self.message().message_id, py::bytes(head.data(), head.size()),
-              body.size() > kShown ? "..." : "", body.size());
+PyObject* MessageRepr(PyObject* self) {
+  return Slot([self] {
+    constexpr size_t kShown = 20;
+    const ReceivedBatch& batch = *AsMessage(self)->data;
+    const ReceivedMessage& message = Received(self);
+    const std::string_view head = message.body.substr(0, kShown);
+    return py::str("Message(topic={!r}, partition_key={!r}, message_id={}, value={!r}{} ({} "
+                   "bytes))")
+        .format(WireText(batch.topic), WireText(batch.partition_key), message.message_id,
+                py::bytes(head.data(), head.size()), message.body.size() > kShown ? "..." : "",
+                message.body.size());
+  });
+}
+
+PyObject* GetValue(PyObject* self, void*) {
+  // A view over the message itself: it exports the fetched bytes through the buffer
+  // protocol and holds the batch, so the bytes live as long as the view.
+  return PyMemoryView_FromObject(self);
+}
+PyObject* GetMessageId(PyObject* self, void*) {
+  return PyLong_FromLongLong(Received(self).message_id);
+}
+PyObject* GetIndex(PyObject* self, void*) { return PyLong_FromSsize_t(AsMessage(self)->index); }
+PyObject* GetTopic(PyObject* self, void*) {
+  return Slot([self] { return WireText(AsMessage(self)->data->topic); });
+}
+PyObject* GetPartitionKey(PyObject* self, void*) {
+  return Slot([self] { return WireText(AsMessage(self)->data->partition_key); });
+}
+PyObject* GetBatchOffset(PyObject* self, void*) {
+  return PyLong_FromLongLong(AsMessage(self)->data->offset);
+}
+PyObject* GetConfirmContext(PyObject* self, void*) {
+  return Slot([self] { return WireText(AsMessage(self)->data->confirm_context); });
+}
+// Text fields are as the producer wrote them, decoded by WireText: never raises, and
+// .encode("utf-8", "surrogateescape") gives the bytes back (docs/consumers.md).
+PyObject* GetMsgType(PyObject* self, void*) {
+  return Slot([self] { return OptionalText(Received(self).msg_type); });
+}
+PyObject* GetMsgTime(PyObject* self, void*) {
+  return Slot([self] { return OptionalText(Received(self).msg_time); });
+}
+PyObject* GetAttrs(PyObject* self, void*) {
+  return Slot([self] {
+    py::dict out;
+    for (const auto& [key, value] : Received(self).Properties()) {
+      out[WireText(key)] = WireText(value);
+    }
+    return out;
+  });
+}
+PyObject* GetRawMsgType(PyObject* self, void*) {
+  return Slot([self] {
+    const std::string_view type = Received(self).msg_type;
+    return type.empty() ? py::object(py::none())
+                        : py::object(py::bytes(type.data(), type.size()));
+  });
+}
+PyObject* GetRawAttrs(PyObject* self, void*) {
+  return Slot([self] {
+    py::dict out;
+    for (const auto& [key, value] : Received(self).Properties()) {
+      out[py::bytes(key.data(), key.size())] = py::bytes(value.data(), value.size());
+    }
+    return out;
+  });
+}
+
+PyGetSetDef message_fields[] = {
+    {"value", GetValue, nullptr,
+     "The value as a read-only memoryview of the fetched bytes (no copy); it keeps the "
+     "batch alive.",
+     nullptr},
+    {"message_id", GetMessageId, nullptr, "The id the broker gave the message.", nullptr},
+    {"index", GetIndex, nullptr, "Position of the message in its batch (0 for the first).",
+     nullptr},
+    {"topic", GetTopic, nullptr, "The topic it came from.", nullptr},
+    {"partition_key", GetPartitionKey, nullptr, "\"brokerId:topic:partitionId\".", nullptr},
+    {"batch_offset", GetBatchOffset, nullptr, "Where its batch starts in the partition.",
+     nullptr},
+    {"confirm_context", GetConfirmContext, nullptr, "Names its batch for commits.", nullptr},
+    {"msg_type", GetMsgType, nullptr,
+     "The msgType item, or None; bytes that are not UTF-8 come as lone surrogates.", nullptr},
+    {"msg_time", GetMsgTime, nullptr, "The msgTime item (12 digits, yyyyMMddHHmm), or None.",
+     nullptr},
+    {"attrs", GetAttrs, nullptr,
+     "The attributes, str to str; bytes that are not UTF-8 come as lone surrogates.", nullptr},
+    {"raw_msg_type", GetRawMsgType, nullptr,
+     "The msgType item exactly as the producer wrote it, or None.", nullptr},
+    {"raw_attrs", GetRawAttrs, nullptr,
+     "The attributes exactly as the producer wrote them, bytes to bytes.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyType_Slot message_slots[] = {
+    {Py_tp_doc,
+     const_cast<char*>("A received message; its bytes are the buffer (memoryview(msg)).")},
+    {Py_tp_dealloc, reinterpret_cast<void*>(MessageDealloc)},
+    {Py_tp_repr, reinterpret_cast<void*>(MessageRepr)},
+    {Py_tp_getset, message_fields},
+    {Py_mp_length, reinterpret_cast<void*>(MessageLength)},
+    {Py_bf_getbuffer, reinterpret_cast<void*>(MessageGetBuffer)},
+    {0, nullptr},
+};
+
+// Not a base type, and not GC-tracked (it holds no cycle). Only a fetch makes messages:
+// Message() from Python would have no batch behind it.
+#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
+constexpr unsigned kMessageFlags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+#else
+constexpr unsigned kMessageFlags = Py_TPFLAGS_DEFAULT;  // Python 3.9: tp_new cleared below
+#endif
+
+PyType_Spec message_spec = {
+    "tubemq._core.Message",
+    sizeof(MessageObject),
+    0,
+    kMessageFlags,
+    message_slots,
+};
+
+// The messages of `batch_object` (a Batch), one Message each, in order.
+py::list MessagesOf(py::object batch_object) {
+  const ReceivedBatch& batch = batch_object.cast<const ReceivedBatch&>();
+  const auto count = static_cast<Py_ssize_t>(batch.messages.size());
+  py::list out(count);
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    MessageObject* message = PyObject_New(MessageObject, message_type);
+    if (message == nullptr) throw py::error_already_set();
+    message->batch = batch_object.inc_ref().ptr();
+    message->data = &batch;
+    message->index = i;
+    PyList_SET_ITEM(out.ptr(), i, reinterpret_cast<PyObject*>(message));  // steals it
+  }
+  return out;
 }
 
 }  // namespace
 
 void RegisterMessages(py::module_& module) {
-  py::class_<PyMessage>(module, "Message", py::buffer_protocol(),
-                        "A received message; its bytes are the buffer (memoryview(msg)).")
-      .def_buffer([](PyMessage& self) {
-        const std::string_view body = self.message().body;
-        return py::buffer_info(const_cast<char*>(body.data()), 1,
-                               py::format_descriptor<uint8_t>::format(), 1,
-                               {static_cast<py::ssize_t>(body.size())}, {1}, /*readonly=*/true);
-      })
-      .def_property_readonly(
-          "value",
-          [](py::object self) {
-            // A view over the message itself: it exports the fetched bytes through the
-            // buffer protocol and holds the batch, so the bytes live as long as the view.
-            PyObject* view = PyMemoryView_FromObject(self.ptr());
-            if (view == nullptr) throw py::error_already_set();
-            return py::reinterpret_steal<py::memoryview>(view);
-          },
-          "The value as a read-only memoryview of the fetched bytes (no copy); it keeps "
-          "the batch alive.")
-      .def_property_readonly("message_id", [](const PyMessage& self) {
-        return self.message().message_id;
-      })
-      .def_property_readonly("index", [](const PyMessage& self) { return self.index; },
-                             "Position of the message in its batch (0 for the first).")
-      .def_property_readonly("topic",
-                             [](const PyMessage& self) { return WireText(self.batch->topic); })
-      .def_property_readonly(
-          "partition_key", [](const PyMessage& self) { return WireText(self.batch->partition_key); })
-      .def_property_readonly("batch_offset", [](const PyMessage& self) { return self.batch->offset; })
-      .def_property_readonly("confirm_context", [](const PyMessage& self) {
-        return WireText(self.batch->confirm_context);
-      })
-      // Text fields are as the producer wrote them, decoded by WireText: never raises,
-      // and .encode("utf-8", "surrogateescape") gives the bytes back (docs/consumers.md).
-      .def_property_readonly(
-          "msg_type", [](const PyMessage& self) { return OptionalText(self.message().msg_type); },
-          "The msgType item, or None; bytes that are not UTF-8 come as lone surrogates.")
-      .def_property_readonly(
-          "msg_time", [](const PyMessage& self) { return OptionalText(self.message().msg_time); },
-          "The msgTime item (12 digits, yyyyMMddHHmm), or None.")
-      .def_property_readonly(
-          "attrs",
-          [](const PyMessage& self) {
-            py::dict out;
-            for (const auto& [key, value] : self.message().Properties()) {
-              out[WireText(key)] = WireText(value);
-            }
-            return out;
-          },
-          "The attributes, str to str; bytes that are not UTF-8 come as lone surrogates.")
-      .def_property_readonly(
-          "raw_msg_type",
-          [](const PyMessage& self) {
-            const std::string_view type = self.message().msg_type;
-            return type.empty() ? py::object(py::none())
-                                : py::object(py::bytes(type.data(), type.size()));
-          },
-          "The msgType item exactly as the producer wrote it, or None.")
-      .def_property_readonly(
-          "raw_attrs",
-          [](const PyMessage& self) {
-            py::dict out;
-            for (const auto& [key, value] : self.message().Properties()) {
-              out[py::bytes(key.data(), key.size())] = py::bytes(value.data(), value.size());
-            }
-            return out;
-          },
-          "The attributes exactly as the producer wrote them, bytes to bytes.")
-      .def("__len__", [](const PyMessage& self) { return self.message().body.size(); })
-      .def("__repr__", &MessageRepr);
+  PyObject* type = PyType_FromSpec(&message_spec);
+  if (type == nullptr) throw py::error_already_set();
+  message_type = reinterpret_cast<PyTypeObject*>(type);
+  message_type->tp_new = nullptr;  // what DISALLOW_INSTANTIATION does, for Python 3.9
+  module.add_object("Message", py::reinterpret_borrow<py::object>(type));
+  // The module keeps the type alive for as long as the process runs; message_type
+  // borrows that reference.
+  Py_DECREF(type);
 
   py::class_<ReceivedBatch, std::shared_ptr<ReceivedBatch>>(module, "Batch",
                                                              "The messages of one fetch.")
@@ -124,13 +235,7 @@ void RegisterMessages(py::module_& module) {
       .def_property_readonly("confirm_context", TextMember(&ReceivedBatch::confirm_context))
       .def_readonly("offset", &ReceivedBatch::offset)
       .def_readonly("max_offset", &ReceivedBatch::max_offset)
-      .def("messages", [](const std::shared_ptr<ReceivedBatch>& batch) {
-        py::list out;
-        for (size_t i = 0; i < batch->messages.size(); ++i) {
-          out.append(py::cast(PyMessage{batch, i}));
-        }
-        return out;
-      })
+      .def("messages", &MessagesOf)
       .def("arrow_columns", &ArrowColumns,
            "The messages as Arrow buffers (see tubemq.spark._arrow), without a Python "
            "object per message.")
