@@ -13,12 +13,12 @@ namespace {
 constexpr auto kStopDrainBound = std::chrono::milliseconds(1000);
 
 int IoThreadsFromEnvironment() {
-  // One knob for deployments that want more (or fewer) I/O threads than the default.
+  // One knob for deployments that want more I/O threads than the default.
   if (const char* text = std::getenv("TUBEMQ_IO_THREADS")) {
     const int value = std::atoi(text);
     if (value >= 1 && value <= 64) return value;
   }
-  return 2;
+  return EngineOptions{}.io_threads;
 }
 
 }  // namespace
