@@ -11,7 +11,8 @@ answers each with one JSON line on stdout (the protocol of every driver, see
     window MODE SIZE TOPIC SECONDS MAX_COUNT ATTRS RATE
     quit
 
-A window ends after SECONDS or MAX_COUNT messages, whichever comes first. Payloads
+A window ends after SECONDS or MAX_COUNT messages, whichever comes first (latency:
+SECONDS at RATE msg/s; ATTRS 1: every message sent carries the 2 attributes). Payloads
 are built before the clock starts; a consumer's group join and first message are
 outside it. ``cpu_s`` is this process's CPU time (every thread) over the window.
 """

@@ -58,6 +58,8 @@ def one_line(record: dict[str, Any]) -> str:
         f"{record['workload']:<20} {record['client']:<12} {f['msg_s']:>9,.0f} msg/s "
         f"{f['mib_s']:>7.1f} MiB/s {f['cpu_s_per_m']:>7.1f} CPU s/M {f['rss_mib']:>6.0f} MiB"
     )
+    if record.get("failed"):
+        text += f"  ({record['failed']:,} sends failed)"
     if record.get("latency_ms"):
         lat = record["latency_ms"]
         text += f"  p50 {lat['p50']:.1f} p99 {lat['p99']:.1f} p99.9 {lat['p999']:.1f} ms"
@@ -153,6 +155,29 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                     f"{_cell(row.get('broker_cpu_s_per_m'), '.1f')} | "
                     f"{row['mib_s']['median']:.1f} | {row['rss_mib']['max']:.0f} |"
                 )
+    # A consume window that read the whole backlog before its time was up is shorter
+    # than asked: said here rather than hidden in the medians.
+    short = [
+        r for r in runs
+        if r["phase"] == "measured" and r.get("latency_ms") is None
+        and r["elapsed_s"] < settings["window_s"] and r["count"] < settings["window_max"]
+    ]  # fmt: skip
+    if short:
+        lines += [
+            "",
+            f"{len(short)} of the windows above ended before {settings['window_s']:.0f} s "
+            f"and {settings['window_max']:,} messages (a backlog read out): "
+            + ", ".join(sorted({f"{r['workload']} {r['client']}" for r in short}))
+            + ".",
+        ]
+    failed = [r for r in runs if r.get("failed")]
+    if failed:
+        lines += ["", "Sends that failed (not counted in the figures above):", ""]
+        lines += [
+            f"- {r['workload']}, {LABELS[r['client']]}, {r['phase']} round {r['round']}: "
+            f"{r['failed']:,} failed (first: {r.get('failure')})"
+            for r in failed
+        ]
     pairs = [p for p in PAIRS if p[0] in clients and p[1] in clients]
     for figure, title in (
         ("msg_s", "msg/s ratios (higher: the first is faster)"),

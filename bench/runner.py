@@ -140,7 +140,8 @@ def run_window(
 def fill_backlogs(master: str, settings: Settings, sizes: tuple[int, ...], timeout: float):
     """Writes each size's backlog, 2 attributes per message, with a C++ driver of its
     own (so that the measured C++ process starts as cold as the others)."""
-    writer = drivers.Driver("cpp", master, None, timeout)
+    # Gigabytes on a busy machine can take longer than one window may.
+    writer = drivers.Driver("cpp", master, None, max(timeout, 1800.0))
     try:
         for size in sizes:
             count = settings.backlog[size]
