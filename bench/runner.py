@@ -291,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench"
         + (" --quick" if args.quick else "")
         + (f" --rounds {args.rounds}" if args.rounds else "")
-        + (f" --sizes {args.sizes}" if args.sizes != ",".join(map(str, SIZES)) else ""),
+        + (f" --sizes {args.sizes}" if args.sizes != ",".join(map(str, SIZES)) else "")
+        + (f" --clients {args.clients}" if args.clients != parser.get_default("clients") else "")
+        + (f" --modes {args.modes}" if args.modes != parser.get_default("modes") else ""),
         "quick": args.quick,
         "rounds": rounds,
         "settings": settings.__dict__,
