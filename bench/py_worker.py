@@ -1,18 +1,25 @@
-"""Our Python client through one workload, as a user writes it; prints one JSON line.
+"""Our Python client as a long-lived benchmark driver, written as a user writes it.
 
-Run by the benchmark runner in a process of its own (so that its rusage is its own):
+    python -m bench.py_worker --master H:P
 
-    python -m bench.py_worker --master H:P --topic T --mode MODE --size B --count N
-                              [--group G] [--rate R] [--not-found-wait-ms MS]
+The runner starts one such process per run and keeps it for every window, so that
+the warm-up and the measured rounds run in the same process (as with the JVM). It
+prints ``{"ready": ...}`` once imported, then reads one command per line on stdin and
+answers each with one JSON line on stdout (the protocol of every driver, see
+``bench/drivers.py``):
 
-The modes and the timed sections are those of ``bench/cpp/native_bench.cc``: payloads
-are built before the clock starts; joining a group and the first batch are outside it.
-``cpu_s`` is the process's CPU time (every thread) over the timed section.
+    window MODE SIZE TOPIC SECONDS MAX_COUNT ATTRS RATE
+    quit
+
+A window ends after SECONDS or MAX_COUNT messages, whichever comes first (latency:
+SECONDS at RATE msg/s; ATTRS 1: every message sent carries the 2 attributes). Payloads
+are built before the clock starts; a consumer's group join and first message are
+outside it. ``cpu_s`` is this process's CPU time (every thread) over the window.
 """
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import random
 import resource
@@ -20,10 +27,12 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import tubemq
 
 _STAMP = struct.Struct("<q")  # the send time in a latency payload's first 8 bytes
+ATTRS = {"region": "eu-west", "tenant": "bench"}  # the two attributes of the backlog
 
 
 def _cpu_seconds() -> float:
@@ -37,146 +46,205 @@ def _payloads(size: int) -> list[bytes]:
     return [bytes(generator.choices(letters, k=size)) for _ in range(16)]
 
 
-def _produce(args: argparse.Namespace, asynchronous: bool) -> dict:
-    payloads = _payloads(args.size)
-    topic, count = args.topic, args.count
-    with tubemq.Producer(master=args.master, max_in_flight=20000) as producer:
-        producer.publish(topic)
-        producer.send(topic, payloads[0])  # connect to the broker before timing
-        cpu_before, started = _cpu_seconds(), time.perf_counter()
-        if asynchronous:
-            for i in range(count):
-                producer.send_async(topic, payloads[i & 15])
-            if producer.flush(timeout=600) != 0:
-                raise RuntimeError("sends still pending after 600 s")
-        else:
-            for i in range(count):
-                producer.send(topic, payloads[i & 15])
-        elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
-        failed = producer.counters()["sent_failed"]
-    if failed:
-        raise RuntimeError(f"{failed} sends failed")
-    return {"count": count, "bytes": count * args.size, "elapsed_s": elapsed, "cpu_s": cpu}
-
-
-def _consume(args: argparse.Namespace) -> dict:
-    with tubemq.Consumer(
-        master=args.master,
-        group=args.group,
-        topics=[args.topic],
-        consume_from="earliest",
-        heartbeat_period_ms=1000,
-        msg_not_found_wait_ms=args.not_found_wait_ms,
-    ) as consumer:
-        messages = iter(consumer)
-        first = memoryview(next(messages))  # joining is not part of the measure
-        count, total, checksum = 1, first.nbytes, first[0]
-        cpu_before, started = _cpu_seconds(), time.perf_counter()
-        for message in messages:
-            value = memoryview(message)  # the value, without a copy
-            checksum += value[0]
-            total += value.nbytes
-            count += 1
-            if count == args.count:
-                break
-        elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
-    if not checksum:
-        raise RuntimeError("every value was empty")
-    return {"count": count, "bytes": total, "elapsed_s": elapsed, "cpu_s": cpu}
-
-
-def _latency(args: argparse.Namespace) -> dict:
-    payloads = [bytearray(p) for p in _payloads(args.size)]
-    topic, count, period = args.topic, args.count, 1.0 / args.rate
-    latencies: list[float] = []
-    consumer = tubemq.Consumer(
-        master=args.master,
-        group=args.group,
-        topics=[topic],
-        consume_from="latest",
-        heartbeat_period_ms=1000,
-        msg_not_found_wait_ms=args.not_found_wait_ms,
-    )
-    producer = tubemq.Producer(master=args.master, max_in_flight=20000)
-    with consumer, producer:
-        producer.publish(topic)
-        # Sends made before the group owns every partition could land where nobody reads.
-        wanted, deadline = len(producer.partitions(topic)), time.monotonic() + 60
-        while len(consumer.assignment()) < wanted:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the consumer never held every partition")
-            consumer.poll(0.1)
-        for _ in range(8):  # every partition answered "nothing new": steady state
-            consumer.poll(0.05)
-
-        errors: list[BaseException] = []
-
-        def send_at_rate() -> None:
-            try:
-                start = time.perf_counter()
-                for i in range(count):
-                    delay = start + i * period - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                    body = payloads[i & 15]
-                    _STAMP.pack_into(body, 0, time.perf_counter_ns())
-                    producer.send_async(topic, body)
-                producer.flush(timeout=60)
-            except BaseException as error:
-                errors.append(error)
-
-        sender = threading.Thread(target=send_at_rate, name="bench-sender")
-        cpu_before, started = _cpu_seconds(), time.perf_counter()
-        sender.start()
-        total, give_up = 0, started + count / args.rate + 30
-        while len(latencies) < count and time.perf_counter() < give_up:
-            message = consumer.poll(0.1)
-            if message is None:
-                continue
-            now = time.perf_counter_ns()
-            value = memoryview(message)
-            latencies.append((now - _STAMP.unpack_from(value, 0)[0]) / 1e6)
-            total += value.nbytes
-        sender.join()
-        elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
-    if errors:
-        raise errors[0]
+def _quantiles(latencies: list[float]) -> dict[str, float]:
     latencies.sort()
 
     def at(q: float) -> float:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 
-    return {
-        "count": len(latencies),
-        "bytes": total,
-        "elapsed_s": elapsed,
-        "cpu_s": cpu,
-        "latency_ms": {"p50": at(0.5), "p95": at(0.95), "p99": at(0.99), "max": latencies[-1]},
-    }
+    return {"p50": at(0.5), "p95": at(0.95), "p99": at(0.99), "p999": at(0.999),
+            "max": latencies[-1]}  # fmt: skip
+
+
+class Driver:
+    """One producer for the life of the process (as an application keeps one), a new
+    consumer group per consume window (each window reads the backlog from its start)."""
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self.producer: tubemq.Producer | None = None
+        self.published: set[str] = set()
+        self.groups = 0
+
+    def _producer(self, topic: str) -> tubemq.Producer:
+        if self.producer is None:
+            self.producer = tubemq.Producer(master=self.master, max_in_flight=20000)
+        if topic not in self.published:
+            self.producer.publish(topic)
+            # Connect to the broker before timing; with the backlog's attributes, as this
+            # message may land in a backlog that consume-attrs reads.
+            self.producer.send(topic, b"x" * 8, attrs=ATTRS)
+            self.published.add(topic)
+        return self.producer
+
+    def _group(self) -> str:
+        self.groups += 1
+        return f"bench_py_{id(self):x}_{self.groups}"
+
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.close()
+
+    def window(self, mode: str, size: int, topic: str, seconds: float, max_count: int,
+               attrs: bool, rate: float) -> dict:  # fmt: skip
+        if mode in ("produce-sync", "produce-async"):
+            return self._produce(mode == "produce-async", size, topic, seconds, max_count, attrs)
+        if mode in ("consume", "consume-attrs"):
+            return self._consume(mode == "consume-attrs", topic, seconds, max_count)
+        if mode == "latency":
+            return self._latency(size, topic, seconds, rate)
+        raise ValueError(f"unknown mode {mode}")
+
+    def _produce(self, asynchronous: bool, size: int, topic: str, seconds: float,
+                 max_count: int, attrs: bool) -> dict:  # fmt: skip
+        payloads = _payloads(size)
+        producer = self._producer(topic)
+        failed_before = producer.counters()["sent_failed"]
+        send = producer.send_async if asynchronous else producer.send
+        if attrs:  # only then: a partial (or **kwargs) would cost every plain send
+            send = functools.partial(send, attrs=ATTRS)
+        cpu_before, started = _cpu_seconds(), time.perf_counter()
+        deadline, count = started + seconds, 0
+        # The clock is read once per 256 sends so that reading it costs nothing.
+        while count < max_count:
+            for i in range(count, min(count + 256, max_count)):
+                send(topic, payloads[i & 15])
+            count = min(count + 256, max_count)
+            if time.perf_counter() >= deadline:
+                break
+        if asynchronous and producer.flush(timeout=600) != 0:
+            raise RuntimeError("sends still pending after 600 s")
+        elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
+        failed = producer.counters()["sent_failed"] - failed_before
+        if failed:
+            raise RuntimeError(f"{failed} sends failed")
+        return {"count": count, "bytes": count * size, "elapsed_s": elapsed, "cpu_s": cpu}
+
+    def _consume(self, read_attrs: bool, topic: str, seconds: float, max_count: int) -> dict:
+        with tubemq.Consumer(
+            master=self.master,
+            group=self._group(),
+            topics=[topic],
+            consume_from="earliest",
+            heartbeat_period_ms=1000,
+        ) as consumer:
+            messages: Iterator[tubemq.Message] = iter(consumer)
+            first = next(messages)  # joining is not part of the measure
+            head = memoryview(first)
+            count, total, checksum = 1, head.nbytes, head[0]
+            cpu_before, started = _cpu_seconds(), time.perf_counter()
+            deadline = started + seconds
+            for message in messages:
+                value = memoryview(message)  # the value, without a copy
+                checksum += value[0]
+                total += value.nbytes
+                if read_attrs:
+                    attrs = message.attrs
+                    checksum += len(attrs["region"]) + len(attrs["tenant"])
+                count += 1
+                # Checked every 1024 messages: the clock is not free.
+                if count >= max_count or (not count & 1023 and time.perf_counter() >= deadline):
+                    break
+            elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
+        if not checksum:
+            raise RuntimeError("every value was empty")
+        return {"count": count, "bytes": total, "elapsed_s": elapsed, "cpu_s": cpu}
+
+    def _latency(self, size: int, topic: str, seconds: float, rate: float) -> dict:
+        payloads = [bytearray(p) for p in _payloads(size)]
+        count, period = max(1, int(seconds * rate)), 1.0 / rate
+        latencies: list[float] = []
+        producer = self._producer(topic)
+        with tubemq.Consumer(
+            master=self.master,
+            group=self._group(),
+            topics=[topic],
+            consume_from="latest",
+            heartbeat_period_ms=1000,
+            msg_not_found_wait_ms=LATENCY_NOT_FOUND_WAIT_MS,
+        ) as consumer:
+            # Sends made before the group owns every partition could land where nobody
+            # reads yet.
+            wanted, deadline = len(producer.partitions(topic)), time.monotonic() + 60
+            while len(consumer.assignment()) < wanted:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the consumer never held every partition")
+                consumer.poll(0.1)
+            for _ in range(8):  # every partition answered "nothing new": steady state
+                consumer.poll(0.05)
+            errors: list[BaseException] = []
+
+            def send_at_rate() -> None:
+                try:
+                    start = time.perf_counter()
+                    for i in range(count):
+                        delay = start + i * period - time.perf_counter()
+                        if delay > 0:
+                            time.sleep(delay)
+                        body = payloads[i & 15]
+                        _STAMP.pack_into(body, 0, time.perf_counter_ns())
+                        producer.send_async(topic, body)
+                    producer.flush(timeout=60)
+                except BaseException as error:
+                    errors.append(error)
+
+            sender = threading.Thread(target=send_at_rate, name="bench-sender")
+            cpu_before, started = _cpu_seconds(), time.perf_counter()
+            sender.start()
+            total, give_up = 0, started + seconds + 30
+            while len(latencies) < count and time.perf_counter() < give_up:
+                message = consumer.poll(0.1)
+                if message is None:
+                    continue
+                now = time.perf_counter_ns()
+                value = memoryview(message)
+                latencies.append((now - _STAMP.unpack_from(value, 0)[0]) / 1e6)
+                total += value.nbytes
+            sender.join()
+            elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
+        if errors:
+            raise errors[0]
+        if not latencies:
+            raise RuntimeError("no message arrived")
+        return {"count": len(latencies), "bytes": total, "elapsed_s": elapsed, "cpu_s": cpu,
+                "latency_ms": _quantiles(latencies)}  # fmt: skip
+
+
+# Latency windows poll a partition with no new data again after this rest (the default
+# of 400 ms is a throughput setting: it alone would put p50 in the hundreds of ms). The
+# same value is given to every client; bench/runner.py names it in the report.
+LATENCY_NOT_FOUND_WAIT_MS = 5
+
+
+def serve(master: str, commands, answers) -> None:
+    """Answers each command line with one JSON line until ``quit`` or end of input."""
+    driver = Driver(master)
+    answers.write(json.dumps({"ready": True, "cpu_s": _cpu_seconds()}) + "\n")
+    answers.flush()
+    try:
+        for line in commands:
+            words = line.split()
+            if not words or words[0] == "quit":
+                break
+            if words[0] != "window" or len(words) != 8:
+                raise ValueError(f"bad command {line!r}")
+            mode, size, topic, seconds, max_count, attrs, rate = words[1:]
+            try:
+                result = driver.window(mode, int(size), topic, float(seconds), int(max_count),
+                                       attrs == "1", float(rate))  # fmt: skip
+            except Exception as error:  # answered, so the runner can say which window failed
+                result = {"error": f"{type(error).__name__}: {error}"}
+            answers.write(json.dumps(result) + "\n")
+            answers.flush()
+    finally:
+        driver.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--master", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument(
-        "--mode", required=True, choices=["produce-sync", "produce-async", "consume", "latency"]
-    )
-    parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--count", type=int, default=10000)
-    parser.add_argument("--group", default="bench_py")
-    parser.add_argument("--rate", type=float, default=1000.0)
-    parser.add_argument("--not-found-wait-ms", type=int, default=400)
-    args = parser.parse_args(argv)
-    if args.mode == "consume":
-        result = _consume(args)
-    elif args.mode == "latency":
-        result = _latency(args)
-    else:
-        result = _produce(args, asynchronous=args.mode == "produce-async")
-    record = {"client": "python", "mode": args.mode, "latency_ms": None, **result}
-    # The editable install may print rebuild lines on stdout: the record is the last line.
-    sys.stdout.write(json.dumps(record) + "\n")
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "--master":
+        raise SystemExit("usage: python -m bench.py_worker --master H:P")
+    serve(argv[1], sys.stdin, sys.stdout)
     return 0
 
 

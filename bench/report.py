@@ -1,4 +1,5 @@
-"""Medians, ratios, the Markdown table, the chart and the JSON record of a bench run."""
+"""Medians with their spread, paired per-round ratios, cold figures, the Markdown
+report, the chart and the JSON record of a bench run."""
 
 from __future__ import annotations
 
@@ -8,8 +9,29 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.drivers import LABELS
+
 MIB = 2**20
-CLIENT_LABELS = {"python": "ours (Python)", "cpp": "ours (C++)", "java": "Java client"}
+# The ratios shown: (numerator, denominator); ours over Java, and Python over C++.
+PAIRS = (
+    ("python", "java-default"),
+    ("python", "java-tuned"),
+    ("cpp", "java-tuned"),
+    ("python", "cpp"),
+)
+SHORT = {"python": "Py", "cpp": "C++", "java-default": "Java", "java-tuned": "Java-tuned"}
+# What each client does per message, for the report (the drivers' code is the truth).
+PER_MESSAGE = """\
+Per message, every client: *produce* builds nothing in the timed window (16 payloads
+made before it, cycled) and sends one message (sync: waits for the broker's answer
+before the next; async: up to 20 000 in flight, the window ends when every answer is
+in); *consume* reads the value's first byte and its length (Python through a
+zero-copy `memoryview`, C++ a `string_view`, Java `getData()`), and *consume-attrs*
+also reads both attributes (`message.attrs`, the C++ `properties`, Java
+`getAttrValue`); each batch is confirmed after its messages were read (Java tuned: a
+push consumer confirms for itself). *latency* sends at a fixed rate from a second
+thread with the send time in the payload and takes the delay when the consumer holds
+the message."""
 
 
 def size_label(size: int) -> str:
@@ -17,137 +39,227 @@ def size_label(size: int) -> str:
 
 
 def figures(record: dict[str, Any]) -> dict[str, float]:
-    """msg/s, MiB/s, CPU seconds per million messages, peak RSS of one run."""
+    """msg/s, MiB/s, CPU seconds per million messages (client and broker) of a window."""
     elapsed, count = record["elapsed_s"], record["count"]
-    return {
+    out = {
         "msg_s": count / elapsed,
         "mib_s": record["bytes"] / MIB / elapsed,
         "cpu_s_per_m": record["cpu_s"] / count * 1e6,
-        "rss_mib": record["peak_rss_mib"],
+        "rss_mib": record.get("peak_rss_mib", 0.0),
     }
+    if "broker_cpu_s" in record:
+        out["broker_cpu_s_per_m"] = record["broker_cpu_s"] / count * 1e6
+    return out
 
 
 def one_line(record: dict[str, Any]) -> str:
     f = figures(record)
     text = (
-        f"{record['workload']:<20} {record['client']:<7} {f['msg_s']:>9,.0f} msg/s "
+        f"{record['workload']:<20} {record['client']:<12} {f['msg_s']:>9,.0f} msg/s "
         f"{f['mib_s']:>7.1f} MiB/s {f['cpu_s_per_m']:>7.1f} CPU s/M {f['rss_mib']:>6.0f} MiB"
     )
+    if record.get("failed"):
+        text += f"  ({record['failed']:,} sends failed)"
     if record.get("latency_ms"):
         lat = record["latency_ms"]
-        text += f"  p50 {lat['p50']:.1f} p99 {lat['p99']:.1f} max {lat['max']:.1f} ms"
+        text += f"  p50 {lat['p50']:.1f} p99 {lat['p99']:.1f} p99.9 {lat['p999']:.1f} ms"
     return text
 
 
-def medians(runs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
-    """(workload, client) -> median of each figure over the measured rounds."""
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(workload, client) -> each figure's median, min and max over the measured rounds."""
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for record in runs:
-        if record["round"] > 0:  # round 0 is the warm-up
+        if record["phase"] == "measured":
             grouped[(record["workload"], record["client"])].append(record)
-    out = {}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
     for key, records in grouped.items():
-        per_run = [figures(r) for r in records]
-        row = {name: statistics.median(f[name] for f in per_run) for name in per_run[0]}
+        per_window = [figures(r) for r in records]
+        row: dict[str, Any] = {
+            name: _spread([f[name] for f in per_window]) for name in per_window[0]
+        }
         latencies = [r["latency_ms"] for r in records if r.get("latency_ms")]
-        for q in ("p50", "p95", "p99", "max"):
+        for q in ("p50", "p95", "p99", "p999", "max"):
             if latencies:
-                row[q] = statistics.median(lat[q] for lat in latencies)
+                row[q] = _spread([lat[q] for lat in latencies])
         row["rounds"] = len(records)
         out[key] = row
     return out
 
 
-def _ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:.2f}" if a and b else "-"
+def paired_ratios(runs: list[dict[str, Any]]) -> dict[tuple[str, str, str, str], dict]:
+    """(workload, figure, a, b) -> the spread of a/b over rounds, each ratio taken
+    within one round, where both clients ran minutes apart at most."""
+    by_round: dict[tuple[str, int], dict[str, dict[str, float]]] = defaultdict(dict)
+    for record in runs:
+        if record["phase"] == "measured":
+            by_round[(record["workload"], record["round"])][record["client"]] = figures(record)
+    ratios: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for (workload, _), clients in by_round.items():
+        for a, b in PAIRS:
+            if a in clients and b in clients:
+                for figure in ("msg_s", "cpu_s_per_m"):
+                    ratios[(workload, figure, a, b)].append(clients[a][figure] / clients[b][figure])
+    return {key: _spread(values) for key, values in ratios.items()}
 
 
-def markdown(meta: dict[str, Any], table: dict[tuple[str, str], dict[str, float]]) -> str:
-    workloads = list(dict.fromkeys(workload for workload, _ in table))
+def _cell(spread: dict[str, float] | None, form: str = ",.0f") -> str:
+    if not spread:
+        return "-"
+    return f"{spread['median']:{form}} ({spread['min']:{form}}-{spread['max']:{form}})"
+
+
+def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    table, ratios = summarize(runs), paired_ratios(runs)
+    workloads = list(dict.fromkeys(r["workload"] for r in runs if r["phase"] == "measured"))
+    throughput = [w for w in workloads if not w.startswith("latency")]
+    clients = [c for c in LABELS if any(key[1] == c for key in table)]
+    settings = meta["settings"]
+    tuned = meta["java_tuned"]
     lines = [
         f"# Benchmark {meta['started']}",
         "",
-        f"`python -m bench{' --quick' if meta['quick'] else ''} --rounds {meta['rounds']}`; "
-        f"medians of {meta['rounds']} measured rounds after a warm-up, clients interleaved; "
+        f"`{meta['command']}`: one long-lived process per client; a cold window first, "
+        f"then an untimed warm-up of every workload (≥ {settings['warmup_s']:.0f} s per "
+        f"client, in its own process), then {meta['rounds']} measured rounds with the "
+        f"order of the clients rotating. A window runs {settings['window_s']:.0f} s or "
+        f"{settings['window_max']:,} messages, whichever comes first (consume: the "
+        f"backlog, from its start with a new group, timed from the first message). "
         f"{meta['cpus']} CPUs shared with other work (load average at the end "
         f"{meta['load_average'][0]:.1f}); cluster {meta['cluster']}.",
         "",
-        "msg/s and MiB/s over the timed section; CPU = process CPU time (all threads) over "
-        "that section per million messages; RSS = the process's peak (ru_maxrss).",
+        f"Java, default: the client and the JVM as they come. Java, tuned: JVM "
+        f"`{tuned['jvm']}`; {tuned['client']}.",
         "",
-        "| workload | client | msg/s | MiB/s | CPU s/M msgs | peak RSS MiB |",
-        "|---|---|---:|---:|---:|---:|",
+        PER_MESSAGE,
+        "",
+        "Medians over the rounds, (min-max) in brackets. CPU = the client process's CPU "
+        "time (every thread) over the window, per million messages; broker = the broker "
+        "JVM's over the same window (a consumer's group join included); RSS = the "
+        "process's peak.",
+        "",
+        "| workload | client | msg/s | CPU s/M msgs | broker CPU s/M | MiB/s | peak RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for workload in workloads:
-        if workload.startswith("latency"):
-            continue
-        for client in CLIENT_LABELS:
+    for workload in throughput:
+        for client in clients:
             row = table.get((workload, client))
             if row:
                 lines.append(
-                    f"| {workload} | {CLIENT_LABELS[client]} | {row['msg_s']:,.0f} | "
-                    f"{row['mib_s']:.1f} | {row['cpu_s_per_m']:.1f} | {row['rss_mib']:.0f} |"
+                    f"| {workload} | {LABELS[client]} | {_cell(row['msg_s'])} | "
+                    f"{_cell(row['cpu_s_per_m'], '.1f')} | "
+                    f"{_cell(row.get('broker_cpu_s_per_m'), '.1f')} | "
+                    f"{row['mib_s']['median']:.1f} | {row['rss_mib']['max']:.0f} |"
                 )
-    lines += [
-        "",
-        "Ratios (ours-Python over the other; msg/s: higher is better, CPU/msg: lower is better):",
-        "",
-        "| workload | msg/s Py/Java | CPU/msg Py/Java | msg/s Py/C++ | CPU/msg Py/C++ |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for workload in workloads:
-        if workload.startswith("latency"):
-            continue
-        py, cpp, java = (table.get((workload, c), {}) for c in ("python", "cpp", "java"))
-        lines.append(
-            f"| {workload} | {_ratio(py.get('msg_s'), java.get('msg_s'))} | "
-            f"{_ratio(py.get('cpu_s_per_m'), java.get('cpu_s_per_m'))} | "
-            f"{_ratio(py.get('msg_s'), cpp.get('msg_s'))} | "
-            f"{_ratio(py.get('cpu_s_per_m'), cpp.get('cpu_s_per_m'))} |"
-        )
-    latency_rows = [(w, c) for (w, c) in table if w.startswith("latency")]
-    if latency_rows:
+    # A consume window that read the whole backlog before its time was up is shorter
+    # than asked: said here rather than hidden in the medians.
+    short = [
+        r for r in runs
+        if r["phase"] == "measured" and r.get("latency_ms") is None
+        and r["elapsed_s"] < settings["window_s"] and r["count"] < settings["window_max"]
+    ]  # fmt: skip
+    if short:
+        lines += [
+            "",
+            f"{len(short)} of the windows above ended before {settings['window_s']:.0f} s "
+            f"and {settings['window_max']:,} messages (a backlog read out): "
+            + ", ".join(sorted({f"{r['workload']} {r['client']}" for r in short}))
+            + ".",
+        ]
+    failed = [r for r in runs if r.get("failed")]
+    if failed:
+        lines += ["", "Sends that failed (not counted in the figures above):", ""]
+        lines += [
+            f"- {r['workload']}, {LABELS[r['client']]}, {r['phase']} round {r['round']}: "
+            f"{r['failed']:,} failed (first: {r.get('failure')})"
+            for r in failed
+        ]
+    pairs = [p for p in PAIRS if p[0] in clients and p[1] in clients]
+    for figure, title in (
+        ("msg_s", "msg/s ratios (higher: the first is faster)"),
+        ("cpu_s_per_m", "CPU-per-message ratios (lower: the first spends less)"),
+    ):
+        lines += [
+            "",
+            f"Paired per-round {title}, median (min-max) of the rounds:",
+            "",
+            "| workload | " + " | ".join(f"{SHORT[a]}/{SHORT[b]}" for a, b in pairs) + " |",
+            "|---|" + "---:|" * len(pairs),
+        ]
+        for workload in throughput:
+            cells = [_cell(ratios.get((workload, figure, a, b)), ".2f") for a, b in pairs]
+            lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+    latency = [w for w in workloads if w.startswith("latency")]
+    if latency:
         lat = meta["latency"]
         lines += [
             "",
-            f"End-to-end latency, produce to consume, {lat['rate']:.0f} msg/s of 1 KiB "
-            f"(send time in the payload, one process; msg_not_found_wait_ms="
-            f"{lat['msg_not_found_wait_ms']}):",
+            f"End-to-end latency, produce to consume, {lat['rate']:.0f} msg/s of 1 KiB for "
+            f"{settings['latency_s']:.0f} s per window (every client msg_not_found_wait_ms="
+            f"{lat['msg_not_found_wait_ms']}); medians over the rounds, (min-max):",
             "",
-            "| client | p50 ms | p95 ms | p99 ms | max ms | CPU s/M msgs |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| client | p50 ms | p95 ms | p99 ms | p99.9 ms | max ms | CPU s/M msgs |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        for workload, client in latency_rows:
-            row = table[(workload, client)]
+        for client in clients:
+            row = table.get((latency[0], client))
+            if row:
+                lines.append(
+                    f"| {LABELS[client]} | "
+                    + " | ".join(_cell(row[q], ".1f") for q in ("p50", "p95", "p99", "p999"))
+                    + f" | {_cell(row['max'], '.1f')} | {_cell(row['cpu_s_per_m'], '.1f')} |"
+                )
+    cold = [r for r in runs if r["phase"] == "cold"]
+    if cold:
+        lines += [
+            "",
+            "Cold start, apart from the figures above: from spawning the process to its "
+            "ready line (interpreter or JVM, the client library loaded), and its first "
+            f"window ({cold[0]['workload']}, before any warm-up):",
+            "",
+            "| client | start-up s | start-up CPU s | first window msg/s | first window CPU s/M |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for record in cold:
+            startup = meta["startups"][record["client"]]
+            f = figures(record)
             lines.append(
-                f"| {CLIENT_LABELS[client]} | {row['p50']:.1f} | {row['p95']:.1f} | "
-                f"{row['p99']:.1f} | {row['max']:.1f} | {row['cpu_s_per_m']:.1f} |"
+                f"| {LABELS[record['client']]} | {startup['wall_s']:.2f} | "
+                f"{startup['cpu_s']:.2f} | {f['msg_s']:,.0f} | {f['cpu_s_per_m']:.1f} |"
             )
     return "\n".join(lines) + "\n"
 
 
-def chart(path: Path, table: dict[tuple[str, str], dict[str, float]]) -> None:
+def chart(path: Path, runs: list[dict[str, Any]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # no display: write the file only
     import matplotlib.pyplot as plt
 
+    table = summarize(runs)
     workloads = [w for w in dict.fromkeys(w for w, _ in table) if not w.startswith("latency")]
-    clients = [c for c in CLIENT_LABELS if any((w, c) in table for w in workloads)]
-    fig, axes = plt.subplots(2, 1, figsize=(12, 8), sharex=True)
+    clients = [c for c in LABELS if any((w, c) in table for w in workloads)]
+    fig, axes = plt.subplots(2, 1, figsize=(13, 8), sharex=True)
     width = 0.8 / max(1, len(clients))
     for index, client in enumerate(clients):
         xs = [i + (index - (len(clients) - 1) / 2) * width for i in range(len(workloads))]
         for axis, figure in zip(axes, ("msg_s", "cpu_s_per_m")):
-            values = [table.get((w, client), {}).get(figure, 0) for w in workloads]
-            axis.bar(xs, values, width, label=CLIENT_LABELS[client])
+            spreads = [table.get((w, client), {}).get(figure) for w in workloads]
+            medians = [s["median"] if s else 0 for s in spreads]
+            below = [s["median"] - s["min"] if s else 0 for s in spreads]
+            above = [s["max"] - s["median"] if s else 0 for s in spreads]
+            axis.bar(xs, medians, width, yerr=[below, above], capsize=2, label=LABELS[client])
     axes[0].set_ylabel("messages / s")
-    axes[1].set_ylabel("CPU s per million messages")
+    axes[1].set_ylabel("client CPU s per million messages")
     for axis in axes:
         axis.set_yscale("log")
         axis.grid(axis="y", alpha=0.3)
     axes[0].legend()
-    axes[0].set_title("tubemq: ours (Python, C++) vs the Java client (medians, one run)")
+    axes[0].set_title("tubemq: ours (Python, C++) vs the Java client (medians, min-max bars)")
     axes[1].set_xticks(range(len(workloads)))
     axes[1].set_xticklabels(workloads, rotation=30, ha="right")
     fig.tight_layout()
@@ -158,9 +270,8 @@ def chart(path: Path, table: dict[tuple[str, str], dict[str, float]]) -> None:
 def write(
     directory: Path, stamp: str, meta: dict[str, Any], runs: list[dict[str, Any]]
 ) -> dict[str, Path]:
-    """run-<stamp>.json (every run), latest.md and latest.png; returns their paths."""
+    """run-<stamp>.json (every window), latest.md and latest.png; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    table = medians(runs)
     paths = {
         "json": directory / f"run-{stamp}.json",
         "markdown": directory / "latest.md",
@@ -170,9 +281,9 @@ def write(
         {k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()} for r in runs
     ]
     paths["json"].write_text(json.dumps({"meta": meta, "runs": compact}, indent=1) + "\n")
-    paths["markdown"].write_text(markdown(meta, table))
+    paths["markdown"].write_text(markdown(meta, runs))
     try:
-        chart(paths["chart"], table)
+        chart(paths["chart"], runs)
     except ImportError:
         print("matplotlib is missing (pip install 'tubemq[bench]'): no chart")
         del paths["chart"]

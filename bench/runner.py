@@ -1,22 +1,25 @@
-"""``python -m bench``: our Python client, our C++ core and the Java client, side by side.
+"""``python -m bench``: our Python client, our C++ core and the Java client (as it comes
+and tuned), side by side.
 
-One invocation starts (or reuses) a local cluster, fills a backlog per value size, and
-then runs every workload through the three clients interleaved - for each round, for
-each workload: Python, C++, Java - a warm-up round first, then the measured rounds.
-Each run is a process of its own, so its CPU time and peak RSS are its own. The
-machine is shared, so only medians and ratios within one run mean anything.
+One invocation starts (or reuses) a local cluster, writes a backlog per value size (2
+attributes per message) and starts one long-lived driver process per client. Each
+process first runs one window cold (its figure is reported apart), then an untimed
+warm-up of every workload (JIT, class loading, connection pools), then the measured
+rounds: in each round every workload runs once per client, and the order of the
+clients rotates from round to round and from workload to workload, so that no client
+always follows the same one. A window runs for a fixed time or a fixed number of
+messages, whichever comes first. The machine is shared, so the report gives medians
+with their spread and ratios paired within each round.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +32,8 @@ SIZES = (100, 1024, 10240)
 PRODUCE_TOPIC = "bench_produce"
 LATENCY_TOPIC = "bench_latency"
 LATENCY_RATE = 1000.0
-# Latency runs poll a partition with no new data again after this rest (the default of
-# 400 ms is a throughput setting: it alone would put p50 in the hundreds of ms).
-LATENCY_NOT_FOUND_WAIT_MS = 5
+LATENCY_NOT_FOUND_WAIT_MS = 5  # every driver's latency setting (bench/py_worker.py)
+ATTRS_SIZE = 1024  # the size whose backlog is also read with its attributes
 LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="WARN">
   <Appenders><Console name="stderr" target="SYSTEM_ERR">
@@ -39,6 +41,38 @@ LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
   <Loggers><Root level="warn"><AppenderRef ref="stderr"/></Root></Loggers>
 </Configuration>
 """
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How long things run; ``--quick`` shrinks everything for a smoke run."""
+
+    window_s: float  # a measured window ends after this ...
+    window_max: int  # ... or after this many messages
+    warmup_s: float  # untimed, per client, in its own process
+    warmup_window_s: float
+    latency_s: float  # a latency window: LATENCY_RATE msg/s for this long
+    backlog: dict[int, int]  # messages per value size, read by every consume window
+
+
+FULL = Settings(
+    window_s=5.0,
+    window_max=1_000_000,
+    warmup_s=10.0,
+    warmup_window_s=2.0,
+    latency_s=10.0,
+    # A consume window reads up to window_max, or for window_s: the backlog holds the
+    # larger of the two at the fastest client's rate (~2 GB in all, written once).
+    backlog={100: 2_000_000, 1024: 1_000_000, 10240: 150_000},
+)
+QUICK = Settings(
+    window_s=1.0,
+    window_max=1_000_000,
+    warmup_s=2.0,
+    warmup_window_s=0.5,
+    latency_s=2.0,
+    backlog={100: 400_000, 1024: 200_000, 10240: 40_000},
+)
 
 
 def backlog_topic(size: int) -> str:
@@ -50,109 +84,81 @@ TOPICS = [PRODUCE_TOPIC, LATENCY_TOPIC, *(backlog_topic(size) for size in SIZES)
 
 @dataclass(frozen=True)
 class Workload:
-    mode: str  # produce-sync, produce-async, consume, latency
+    mode: str  # produce-sync, produce-async, consume, consume-attrs, latency
     size: int
-    count: int
-    clients: tuple[str, ...]
 
     @property
     def name(self) -> str:
         return f"{self.mode} {report.size_label(self.size)}"
 
+    @property
+    def topic(self) -> str:
+        if self.mode.startswith("consume"):
+            return backlog_topic(self.size)
+        return LATENCY_TOPIC if self.mode == "latency" else PRODUCE_TOPIC
 
-def plan(quick: bool, sizes: tuple[int, ...]) -> list[Workload]:
-    """The workloads; counts are chosen so each run takes seconds, not minutes."""
-    scale = 5 if quick else 1
-    many = {100: 100_000, 1024: 50_000, 10240: 10_000}
+
+def plan(sizes: tuple[int, ...], modes: set[str]) -> list[Workload]:
     workloads = []
     for size in sizes:
-        workloads.append(Workload("produce-sync", size, 2_500 // scale, drivers.CLIENTS))
-        workloads.append(Workload("produce-async", size, many[size] // scale, drivers.CLIENTS))
-        workloads.append(Workload("consume", size, many[size] // scale, drivers.CLIENTS))
-    # Latency: 1 KiB at a fixed rate, produced and consumed in one process per client.
-    workloads.append(Workload("latency", 1024, int(LATENCY_RATE * (2 if quick else 5)),
-                              drivers.CLIENTS))  # fmt: skip
-    return workloads
+        for mode in ("produce-sync", "produce-async", "consume"):
+            workloads.append(Workload(mode, size))
+        if size == ATTRS_SIZE:
+            workloads.append(Workload("consume-attrs", size))
+    if ATTRS_SIZE in sizes:  # latency: 1 KiB at a fixed rate
+        workloads.append(Workload("latency", ATTRS_SIZE))
+    return [w for w in workloads if w.mode in modes]
 
 
-def run_one(
-    client: str, workload: Workload, master: str, log_config: Path, timeout: float
-) -> dict[str, Any]:
-    """Runs one workload in a child process; its JSON line plus the child's rusage."""
-    topic = {
-        "consume": backlog_topic(workload.size),
-        "latency": LATENCY_TOPIC,
-    }.get(workload.mode, PRODUCE_TOPIC)
-    args = [
-        "--master", master, "--topic", topic, "--mode", workload.mode,
-        "--size", str(workload.size), "--count", str(workload.count),
-        "--group", f"bench_{client}_{uuid.uuid4().hex[:8]}",
-        "--rate", str(LATENCY_RATE),
-    ]  # fmt: skip
+def run_window(
+    driver: drivers.Driver, workload: Workload, settings: Settings, seconds: float,
+    broker_pid: int,
+) -> dict[str, Any]:  # fmt: skip
+    """One window of ``workload``; the answer plus the broker's CPU over it."""
     if workload.mode == "latency":
-        args += ["--not-found-wait-ms", str(LATENCY_NOT_FOUND_WAIT_MS)]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.monotonic()
-        child = subprocess.Popen(
-            drivers.command(client, args, log_config),
-            stdout=out,
-            stderr=err,
-            cwd=drivers.ROOT,
+        seconds, max_count = max(seconds, settings.latency_s), 0
+    elif workload.mode.startswith("consume"):
+        max_count = min(settings.window_max, settings.backlog[workload.size])
+    else:
+        max_count = settings.window_max
+    broker_before = drivers.process_cpu_seconds(broker_pid) if broker_pid else 0.0
+    try:
+        record = driver.window(
+            workload.mode, workload.size, workload.topic, seconds, max_count, rate=LATENCY_RATE
         )
-        # wait4 reaps the child and returns the rusage of that child alone.
-        status, usage = _wait4(child, timeout)
-        wall = time.monotonic() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    record: dict[str, Any] | None = None
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            record = json.loads(line)
-            break
-    if status != 0 or record is None:
+    except RuntimeError as error:
         raise RuntimeError(
-            f"{client} {workload.name} failed (status {status}):\n{stdout[-1500:]}\n"
-            f"{stderr[-1500:]}"
-        )
-    record.update(
-        workload=workload.name,
-        size=workload.size,
-        process_cpu_s=round(usage.ru_utime + usage.ru_stime, 3),
-        peak_rss_mib=round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
-        process_wall_s=round(wall, 3),
-    )
+            f"{workload.name} via {driver.client}: {error}\n{driver.stderr_tail()}"
+        ) from error
+    if broker_pid:
+        # Includes a consumer's group join, which is outside the client's window; the
+        # broker does little else then, so it is a small overstatement at most.
+        record["broker_cpu_s"] = drivers.process_cpu_seconds(broker_pid) - broker_before
+    record.update(workload=workload.name, size=workload.size, client=driver.client)
     return record
 
 
-def _wait4(child: subprocess.Popen, timeout: float) -> tuple[int, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid == child.pid:
-            child.returncode = os.waitstatus_to_exitcode(status)
-            return child.returncode, usage
-        if time.monotonic() > deadline:
-            child.kill()
-            _, status, usage = os.wait4(child.pid, 0)
-            child.returncode = -9
-            return -9, usage
-        time.sleep(0.02)
+def fill_backlogs(master: str, settings: Settings, sizes: tuple[int, ...], timeout: float):
+    """Writes each size's backlog, 2 attributes per message, with a C++ driver of its
+    own (so that the measured C++ process starts as cold as the others)."""
+    # Gigabytes on a busy machine can take longer than one window may.
+    writer = drivers.Driver("cpp", master, None, max(timeout, 1800.0))
+    try:
+        for size in sizes:
+            count = settings.backlog[size]
+            writer.window("produce-async", size, backlog_topic(size), 1e6, count, attrs=True)
+            print(f"backlog {backlog_topic(size)}: {count:,} messages written", flush=True)
+    finally:
+        writer.close()
 
 
-def fill_backlogs(master: str, sizes: tuple[int, ...], counts: dict[int, int]) -> None:
-    """A backlog per size, written by our C++ driver before anything is measured. Each
-    consume run reads the first ``count`` messages with a new group, so older messages
-    of earlier runs only lengthen the backlog."""
-    for size in sizes:
-        subprocess.run(
-            [
-                str(drivers.NATIVE_BENCH), "--master", master, "--topic", backlog_topic(size),
-                "--mode", "produce-async", "--size", str(size), "--count", str(counts[size]),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+def broker_pid(cluster: LocalCluster) -> int:
+    """The broker JVM's pid (0 when unknown: its CPU is then not reported)."""
+    try:
+        pid = cluster._pid("broker-1")  # the cluster's own record of what it started
+    except Exception:
+        return 0
+    return pid if pid and Path(f"/proc/{pid}").exists() else 0
 
 
 def open_cluster(cluster_dir: Path | None) -> tuple[LocalCluster, bool]:
@@ -168,6 +174,52 @@ def open_cluster(cluster_dir: Path | None) -> tuple[LocalCluster, bool]:
     return cluster, True
 
 
+def rotated(clients: list[str], shift: int) -> list[str]:
+    shift %= len(clients)
+    return clients[shift:] + clients[:shift]
+
+
+def measure(
+    master: str, clients: list[str], workloads: list[Workload], settings: Settings,
+    rounds: int, log_config: Path, timeout: float, broker: int,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:  # fmt: skip
+    """Cold windows, warm-ups and the measured rounds; returns (windows, start-ups)."""
+    runs: list[dict[str, Any]] = []
+    startups: dict[str, dict[str, Any]] = {}
+    live: dict[str, drivers.Driver] = {}
+    cold = next((w for w in workloads if w.mode == "produce-async"), workloads[0])
+    try:
+        for client in clients:
+            # One at a time, so that no start-up competes with another for the CPUs.
+            driver = live[client] = drivers.Driver(client, master, log_config, timeout)
+            startups[client] = driver.startup
+            record = run_window(driver, cold, settings, settings.window_s, broker)
+            record.update(phase="cold", round=0)
+            runs.append(record)
+            print(f"{'cold':>9} {report.one_line(record)}", flush=True)
+        for client in clients:
+            started = time.monotonic()
+            while True:  # every workload at least once, then again until warmup_s
+                for workload in workloads:
+                    run_window(live[client], workload, settings, settings.warmup_window_s, 0)
+                if time.monotonic() - started >= settings.warmup_s:
+                    break
+            print(f"{'warm-up':>9} {client}: {time.monotonic() - started:.0f} s", flush=True)
+        for round_index in range(1, rounds + 1):
+            for index, workload in enumerate(workloads):
+                for client in rotated(clients, round_index + index):
+                    record = run_window(live[client], workload, settings, settings.window_s,
+                                        broker)  # fmt: skip
+                    record.update(phase="measured", round=round_index)
+                    runs.append(record)
+                    print(f"{'round ' + str(round_index):>9} {report.one_line(record)}",
+                          flush=True)  # fmt: skip
+    finally:
+        for driver in live.values():
+            driver.close()
+    return runs, startups
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -177,35 +229,44 @@ def main(argv: list[str] | None = None) -> int:
         help="use the running cluster of this workdir (default: start one; env "
         "TUBEMQ_BENCH_CLUSTER_DIR)",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
-    parser.add_argument("--quick", action="store_true", help="a fifth of the messages per run")
+    parser.add_argument("--rounds", type=int, help="measured rounds (default 5; 2 with --quick)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 1 s windows, 2 s warm-up, small backlog"
+    )
     parser.add_argument(
         "--sizes", default=",".join(map(str, SIZES)), help="value sizes in bytes (100,1024,10240)"
     )
     parser.add_argument("--clients", default=",".join(drivers.CLIENTS))
-    parser.add_argument("--modes", default="produce-sync,produce-async,consume,latency")
-    parser.add_argument("--output", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
+    parser.add_argument(
+        "--modes", default="produce-sync,produce-async,consume,consume-attrs,latency"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="where the results go (default bench/results; with --quick bench/results/quick, "
+        "which git ignores: smoke figures are not results)",
+    )
+    parser.add_argument("--timeout", type=float, default=300.0, help="per window, seconds")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     args = parser.parse_args(argv)
+    settings = QUICK if args.quick else FULL
+    rounds = args.rounds or (2 if args.quick else 5)
     sizes = tuple(int(size) for size in args.sizes.split(","))
     if not set(sizes) <= set(SIZES):
         parser.error(f"--sizes must be among {SIZES}")
-    clients, modes = set(args.clients.split(",")), set(args.modes.split(","))
-    workloads = [
-        Workload(w.mode, w.size, w.count, tuple(c for c in w.clients if c in clients))
-        for w in plan(args.quick, sizes)
-        if w.mode in modes
-    ]
-    workloads = [w for w in workloads if w.clients and (w.mode != "latency" or 1024 in sizes)]
+    clients = [c for c in drivers.CLIENTS if c in args.clients.split(",")]
+    workloads = plan(sizes, set(args.modes.split(",")))
+    if not clients or not workloads:
+        parser.error("nothing to run")
     if args.dry_run:
+        print(f"clients (rotating): {', '.join(clients)}; {rounds} rounds; {settings}")
         for workload in workloads:
-            print(f"{workload.name}: {workload.count} messages via {', '.join(workload.clients)}")
+            print(f"{workload.name} on {workload.topic}")
         return 0
 
     print("building the C++ driver and the Java program ...", flush=True)
     drivers.build_native()
-    if "java" in clients:
+    if any(c.startswith("java") for c in clients):
         drivers.build_java()
     cluster, started_here = open_cluster(args.cluster_dir)
     print(f"cluster: {cluster.master_address} ({'started' if started_here else 'reused'})")
@@ -213,34 +274,42 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="tubemq-bench-") as scratch:
             log_config = Path(scratch) / "log4j2.xml"
             log_config.write_text(LOG4J2)
-            consume = {w.size: w.count for w in workloads if w.mode == "consume"}
-            fill_backlogs(cluster.master_address, tuple(consume), consume)
-            runs = []
-            for round_index in range(args.rounds + 1):
-                label = "warm-up" if round_index == 0 else f"round {round_index}"
-                for workload in workloads:
-                    for client in workload.clients:
-                        record = run_one(
-                            client, workload, cluster.master_address, log_config, args.timeout
-                        )
-                        record["round"] = round_index
-                        runs.append(record)
-                        print(f"{label:>8} {report.one_line(record)}", flush=True)
+            consumed = tuple(dict.fromkeys(w.size for w in workloads if "consume" in w.mode))
+            fill_backlogs(cluster.master_address, settings, consumed, args.timeout)
+            runs, startups = measure(
+                cluster.master_address, clients, workloads, settings, rounds, log_config,
+                args.timeout, broker_pid(cluster),
+            )  # fmt: skip
     finally:
         if started_here:
             cluster.down()
+            # Its backlogs are gigabytes in a full run: nothing else reads them.
+            shutil.rmtree(cluster.workdir, ignore_errors=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     meta = {
         "started": stamp,
+        "command": "python -m bench"
+        + (" --quick" if args.quick else "")
+        + (f" --rounds {args.rounds}" if args.rounds else "")
+        + (f" --sizes {args.sizes}" if args.sizes != ",".join(map(str, SIZES)) else "")
+        + (f" --clients {args.clients}" if args.clients != parser.get_default("clients") else "")
+        + (f" --modes {args.modes}" if args.modes != parser.get_default("modes") else ""),
         "quick": args.quick,
-        "rounds": args.rounds,
+        "rounds": rounds,
+        "settings": settings.__dict__,
         "cluster": "started by the runner" if started_here else f"reused: {args.cluster_dir}",
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
         "python": sys.version.split()[0],
         "latency": {"rate": LATENCY_RATE, "msg_not_found_wait_ms": LATENCY_NOT_FOUND_WAIT_MS},
+        "java_tuned": {
+            "jvm": " ".join(drivers.JAVA_TUNED_JVM),
+            "client": startups.get("java-tuned", {}).get("settings"),
+        },
+        "startups": startups,
     }
-    paths = report.write(args.output, stamp, meta, runs)
+    output = args.output or (RESULTS_DIR / "quick" if args.quick else RESULTS_DIR)
+    paths = report.write(output, stamp, meta, runs)
     print(paths["markdown"].read_text())
     for kind, path in paths.items():
         print(f"{kind}: {path}")

@@ -1,16 +1,19 @@
 // native_bench: drives the tubemq C++ core with no Python in the loop, so that the
 // benchmark runner (python -m bench) can put the Python facade next to the ceiling of
-// our own code. One workload per process; the result is one JSON line on stdout.
+// our own code. A long-lived process: the runner keeps it for the cold window, the
+// warm-up and every measured window, and each window answers one JSON line on stdout.
 //
-//   native_bench --master H:P --topic T --mode MODE --size BYTES --count N
-//                [--group G] [--rate MSG_PER_S] [--not-found-wait-ms MS]
+//   native_bench --master H:P
+//   stdin:  window MODE SIZE TOPIC SECONDS MAX_COUNT ATTRS RATE | quit
 //
 // Modes: produce-sync (one send at a time), produce-async (pipelined up to the
-// in-flight window), consume (read N messages of a backlog from the earliest offset
-// with a new group, committing each batch after its messages were read) and latency
-// (a sender thread at a fixed rate, timestamps in the payload, the main thread
-// consuming). Payloads are built before the clock starts.
+// in-flight window), consume and consume-attrs (read a backlog from the earliest offset
+// with a new group, committing each batch after its messages were read; -attrs also
+// reads both attributes of every message) and latency (a sender thread at a fixed rate,
+// timestamps in the payload, the main thread consuming). Payloads are built before the
+// clock starts. The protocol is that of bench/py_worker.py.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,11 +41,13 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
   std::string master;
-  std::string topic;
-  std::string mode;
   std::string group = "bench_cpp";
+  std::string mode;
+  std::string topic;
   size_t size = 1024;
-  int64_t count = 10000;
+  double seconds = 1;
+  int64_t max_count = 10000;
+  bool attrs = false;
   double rate = 1000;
   int64_t not_found_wait_ms = 400;
 };
@@ -52,28 +57,13 @@ struct Args {
   std::exit(2);
 }
 
-Args Parse(int argc, char** argv) {
-  Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string name = argv[i];
-    if (i + 1 >= argc) Fail("missing value after " + name);
-    const std::string value = argv[++i];
-    if (name == "--master") args.master = value;
-    else if (name == "--topic") args.topic = value;
-    else if (name == "--mode") args.mode = value;
-    else if (name == "--group") args.group = value;
-    else if (name == "--size") args.size = std::stoul(value);
-    else if (name == "--count") args.count = std::stoll(value);
-    else if (name == "--rate") args.rate = std::stod(value);
-    else if (name == "--not-found-wait-ms") args.not_found_wait_ms = std::stoll(value);
-    else Fail("unknown option " + name);
-  }
-  if (args.master.empty() || args.topic.empty() || args.mode.empty()) {
-    Fail("--master, --topic and --mode are required");
-  }
-  if (args.size < 8) Fail("--size must be at least 8 (latency payloads carry a timestamp)");
-  return args;
-}
+// A window's failure: answered to the runner as {"error": ...}, the process lives on.
+struct WindowError {
+  std::string what;
+};
+
+// The latency windows' rest after "nothing new" (bench/py_worker.py says why).
+constexpr int64_t kLatencyNotFoundWaitMs = 5;
 
 double CpuSeconds() {
   rusage usage{};
@@ -107,34 +97,39 @@ tubemq::ClientConfig Config(const Args& args) {
 }
 
 void Check(const tubemq::Status& status, const char* what) {
-  if (!status.ok()) Fail(std::string(what) + ": " + status.ToString());
+  if (!status.ok()) throw WindowError{std::string(what) + ": " + status.ToString()};
 }
 
-// Owns a started producer and closes it on every way out.
+// The producer of the process, started once and kept for every window (as an
+// application keeps one); each topic is published before its first window.
 class ProducerSession {
  public:
-  ProducerSession(const Args& args, int32_t max_in_flight)
-      : producer_(Config(args), Options(max_in_flight)) {
+  explicit ProducerSession(const Args& args) : producer_(Config(args), Options()) {
     Check(producer_.Usable(), "producer config");
     Check(producer_.Start().get(), "producer start");
-    Check(producer_.Publish({args.topic}).get(), "publish");
   }
   ~ProducerSession() {
     producer_.Close().get();
     producer_.ReleaseService();
   }
-  tubemq::Producer& operator*() { return producer_; }
-  tubemq::Producer* operator->() { return &producer_; }
+  tubemq::Producer& Ready(const std::string& topic) {
+    const std::vector<std::string> published = producer_.PublishedTopics();
+    if (std::find(published.begin(), published.end(), topic) == published.end()) {
+      Check(producer_.Publish({topic}).get(), "publish");
+    }
+    return producer_;
+  }
 
  private:
-  static tubemq::ProducerOptions Options(int32_t max_in_flight) {
+  static tubemq::ProducerOptions Options() {
     tubemq::ProducerOptions options;
-    options.max_in_flight = max_in_flight;
+    options.max_in_flight = 20000;  // the window of every driver
     return options;
   }
   tubemq::Producer producer_;
 };
 
+// A consumer of a new group for one window.
 class ConsumerSession {
  public:
   ConsumerSession(const Args& args, tubemq::ConsumePosition position)
@@ -160,10 +155,11 @@ class ConsumerSession {
   tubemq::Consumer consumer_;
 };
 
-tubemq::OutgoingMessage Message(const std::string& topic, const std::string& body) {
+tubemq::OutgoingMessage Message(const Args& args, const std::string& body) {
   tubemq::OutgoingMessage message;
-  message.topic = topic;
+  message.topic = args.topic;
   message.body = body;  // the one copy a send makes, as in the Python binding
+  if (args.attrs) message.attributes = {{"region", "eu-west"}, {"tenant", "bench"}};
   return message;
 }
 
@@ -200,50 +196,40 @@ struct Result {
   std::vector<double> latencies_ms;
 };
 
-Result ProduceSync(const Args& args) {
+// Sends until the window's time or count is up; the clock is read every 256 sends.
+Result Produce(const Args& args, ProducerSession& session, bool async) {
   const std::vector<std::string> payloads = Payloads(args.size);
-  ProducerSession producer(args, 1);
-  Result result;
-  const double cpu_before = CpuSeconds();
-  const auto started = Clock::now();
-  for (int64_t i = 0; i < args.count; ++i) {
-    producer->AcquireSendSlot(std::chrono::hours(1));
-    // Shared: the I/O thread may still be inside set_value() when get() returns.
-    auto done = std::make_shared<std::promise<tubemq::Status>>();
-    auto outcome = done->get_future();
-    producer->SendAsync(Message(args.topic, payloads[i % payloads.size()]),
-                        [done](const tubemq::Status& status, tubemq::SendResult&&) {
-                          done->set_value(status);
-                        });
-    Check(outcome.get(), "send");
-    result.bytes += static_cast<int64_t>(args.size);
-  }
-  result.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
-  result.cpu_s = CpuSeconds() - cpu_before;
-  result.count = args.count;
-  return result;
-}
-
-Result ProduceAsync(const Args& args) {
-  const std::vector<std::string> payloads = Payloads(args.size);
-  ProducerSession producer(args, 20000);
+  tubemq::Producer& producer = session.Ready(args.topic);
   Completions completions;
   Result result;
   const double cpu_before = CpuSeconds();
   const auto started = Clock::now();
-  for (int64_t i = 0; i < args.count; ++i) {
-    producer->AcquireSendSlot(std::chrono::hours(1));
-    producer->SendAsync(Message(args.topic, payloads[i % payloads.size()]),
-                        [&completions](const tubemq::Status& status, tubemq::SendResult&&) {
-                          completions.Done(status.ok());
-                        });
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(args.seconds));
+  for (int64_t i = 0; i < args.max_count; ++i) {
+    if ((i & 255) == 0 && i > 0 && Clock::now() >= deadline) break;
+    producer.AcquireSendSlot(std::chrono::hours(1));
+    if (async) {
+      producer.SendAsync(Message(args, payloads[i % payloads.size()]),
+                         [&completions](const tubemq::Status& status, tubemq::SendResult&&) {
+                           completions.Done(status.ok());
+                         });
+    } else {
+      // Shared: the I/O thread may still be inside set_value() when get() returns.
+      auto done = std::make_shared<std::promise<tubemq::Status>>();
+      auto outcome = done->get_future();
+      producer.SendAsync(Message(args, payloads[i % payloads.size()]),
+                         [done](const tubemq::Status& status, tubemq::SendResult&&) {
+                           done->set_value(status);
+                         });
+      Check(outcome.get(), "send");
+    }
+    ++result.count;
   }
-  const int64_t failed = completions.WaitFor(args.count);
+  if (async && completions.WaitFor(result.count) != 0) throw WindowError{"sends failed"};
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
   result.cpu_s = CpuSeconds() - cpu_before;
-  if (failed != 0) Fail(std::to_string(failed) + " sends failed");
-  result.count = args.count;
-  result.bytes = args.count * static_cast<int64_t>(args.size);
+  result.bytes = result.count * static_cast<int64_t>(args.size);
   return result;
 }
 
@@ -254,28 +240,39 @@ bool NothingNow(const tubemq::Status& status) {
          code == tubemq::ErrorCode::kAllPartitionInUse;
 }
 
-Result Consume(const Args& args) {
+// Reads the backlog from its start with a new group, from the first message to the
+// window's end; consume-attrs also reads both attributes of every message.
+Result Consume(const Args& args, bool read_attrs) {
   ConsumerSession consumer(args, tubemq::ConsumePosition::kEarliest);
   Result result;
   // Joining the group and the first fetch are not part of the measure, as for Python.
   tubemq::ReceivedBatch batch;
+  const auto join_deadline = Clock::now() + std::chrono::seconds(120);
   for (;;) {
     tubemq::Status status = consumer->Poll(std::chrono::milliseconds(1000), batch);
     if (status.ok() && !batch.messages.empty()) break;
     if (!status.ok() && !NothingNow(status)) Check(status, "poll");
+    if (Clock::now() > join_deadline) throw WindowError{"no message within 120 s"};
   }
   const double cpu_before = CpuSeconds();
   const auto started = Clock::now();
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(args.seconds));
   uint64_t checksum = 0;  // reads every value's first byte, as a user's code would
   for (;;) {
     for (const tubemq::ReceivedMessage& message : batch.messages) {
-      if (result.count == args.count) break;
+      if (result.count == args.max_count) break;
       checksum += static_cast<unsigned char>(message.body.empty() ? 0 : message.body[0]);
+      if (read_attrs) {
+        for (const auto& [key, value] : message.properties) {
+          if (key == "region" || key == "tenant") checksum += value.size();
+        }
+      }
       result.bytes += static_cast<int64_t>(message.body.size());
       ++result.count;
     }
     Check(consumer->Confirm(batch.confirm_context, true), "commit");
-    if (result.count >= args.count) break;
+    if (result.count >= args.max_count || Clock::now() >= deadline) break;
     // A fetch that found one partition empty answers 404 at once while others still
     // hold data: only a long run of "nothing now" means the backlog is gone.
     const auto give_up = Clock::now() + std::chrono::seconds(5);
@@ -285,27 +282,29 @@ Result Consume(const Args& args) {
       if (status.ok()) break;
       if (!NothingNow(status)) Check(status, "poll");
       if (Clock::now() > give_up) {
-        Fail("the backlog ended after " + std::to_string(result.count) + " messages");
+        throw WindowError{"the backlog ended after " + std::to_string(result.count) +
+                          " messages"};
       }
     }
   }
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
   result.cpu_s = CpuSeconds() - cpu_before;
-  if (checksum == 0) Fail("every value was empty");
+  if (checksum == 0) throw WindowError{"every value was empty"};
   return result;
 }
 
-Result Latency(const Args& args) {
+// A sender thread at a fixed rate with the send time in the payload; this thread
+// consumes with a new group that holds every partition before the first send.
+Result Latency(const Args& args, ProducerSession& session) {
   std::vector<std::string> payloads = Payloads(args.size);
+  const int64_t count = std::max<int64_t>(1, static_cast<int64_t>(args.seconds * args.rate));
+  tubemq::Producer& producer = session.Ready(args.topic);
   ConsumerSession consumer(args, tubemq::ConsumePosition::kLatest);
-  ProducerSession producer(args, 20000);
-  // The group owns every partition once the first rebalance is done; until then a send
-  // could land in a partition nobody reads yet. Wait for the held partitions to settle.
-  const size_t partitions = producer->Partitions(args.topic).size();
+  const size_t partitions = producer.Partitions(args.topic).size();
   const auto join_deadline = Clock::now() + std::chrono::seconds(60);
   tubemq::ReceivedBatch batch;
   while (consumer->HeldPartitions().size() < partitions) {
-    if (Clock::now() > join_deadline) Fail("the consumer never held every partition");
+    if (Clock::now() > join_deadline) throw WindowError{"the consumer never held every partition"};
     consumer->Poll(std::chrono::milliseconds(100), batch);
   }
   // Polling once every partition answered "nothing new" puts the consumer in its
@@ -319,23 +318,24 @@ Result Latency(const Args& args) {
   const auto started = Clock::now();
   std::thread sender([&] {
     const auto period = std::chrono::duration<double>(1.0 / args.rate);
-    for (int64_t i = 0; i < args.count; ++i) {
+    for (int64_t i = 0; i < count; ++i) {
       std::this_thread::sleep_until(started + std::chrono::duration_cast<Clock::duration>(
                                                   period * static_cast<double>(i)));
       std::string& body = payloads[i % payloads.size()];
       const int64_t now = MonotonicNs();
       std::memcpy(body.data(), &now, sizeof now);
-      producer->AcquireSendSlot(std::chrono::hours(1));
-      producer->SendAsync(Message(args.topic, body),
-                          [&](const tubemq::Status& status, tubemq::SendResult&&) {
-                            if (!status.ok()) send_failed = true;
-                            completions.Done(status.ok());
-                          });
+      producer.AcquireSendSlot(std::chrono::hours(1));
+      producer.SendAsync(Message(args, body),
+                         [&](const tubemq::Status& status, tubemq::SendResult&&) {
+                           if (!status.ok()) send_failed = true;
+                           completions.Done(status.ok());
+                         });
     }
   });
-  result.latencies_ms.reserve(args.count);
-  const auto give_up = started + std::chrono::duration<double>(args.count / args.rate + 30);
-  while (result.count < args.count && Clock::now() < give_up) {
+  result.latencies_ms.reserve(count);
+  const auto give_up = started + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(args.seconds + 30));
+  while (result.count < count && Clock::now() < give_up) {
     batch = tubemq::ReceivedBatch();
     tubemq::Status status = consumer->Poll(std::chrono::milliseconds(100), batch);
     if (NothingNow(status)) continue;
@@ -352,44 +352,100 @@ Result Latency(const Args& args) {
     Check(consumer->Confirm(batch.confirm_context, true), "commit");
   }
   sender.join();
-  completions.WaitFor(args.count);
+  completions.WaitFor(count);
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
   result.cpu_s = CpuSeconds() - cpu_before;
-  if (send_failed) Fail("sends failed");
+  if (send_failed) throw WindowError{"sends failed"};
+  if (result.latencies_ms.empty()) throw WindowError{"no message arrived"};
   return result;
 }
 
-double Percentile(std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return -1;
+double Percentile(const std::vector<double>& sorted, double q) {
   const size_t index = std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()));
   return sorted[index];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Args args = Parse(argc, argv);
-  Result result;
-  if (args.mode == "produce-sync") result = ProduceSync(args);
-  else if (args.mode == "produce-async") result = ProduceAsync(args);
-  else if (args.mode == "consume") result = Consume(args);
-  else if (args.mode == "latency") result = Latency(args);
-  else Fail("unknown mode " + args.mode);
-
-  std::string latency = "null";
+std::string ToJson(Result& result) {
+  std::string latency;
   if (!result.latencies_ms.empty()) {
     std::vector<double>& lat = result.latencies_ms;
     std::sort(lat.begin(), lat.end());
     char text[256];
     std::snprintf(text, sizeof text,
-                  "{\"p50\": %.3f, \"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}",
-                  Percentile(lat, 0.50), Percentile(lat, 0.95), Percentile(lat, 0.99), lat.back());
+                  ", \"latency_ms\": {\"p50\": %.3f, \"p95\": %.3f, \"p99\": %.3f, "
+                  "\"p999\": %.3f, \"max\": %.3f}",
+                  Percentile(lat, 0.50), Percentile(lat, 0.95), Percentile(lat, 0.99),
+                  Percentile(lat, 0.999), lat.back());
     latency = text;
   }
-  std::printf(
-      "{\"client\": \"cpp\", \"mode\": \"%s\", \"count\": %lld, \"bytes\": %lld, "
-      "\"elapsed_s\": %.6f, \"cpu_s\": %.6f, \"latency_ms\": %s}\n",
-      args.mode.c_str(), static_cast<long long>(result.count),
-      static_cast<long long>(result.bytes), result.elapsed_s, result.cpu_s, latency.c_str());
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "{\"count\": %lld, \"bytes\": %lld, \"elapsed_s\": %.6f, \"cpu_s\": %.6f",
+                static_cast<long long>(result.count), static_cast<long long>(result.bytes),
+                result.elapsed_s, result.cpu_s);
+  return text + latency + "}";
+}
+
+std::string Escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c == '\n' ? ' ' : c);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || std::string(argv[1]) != "--master") Fail("usage: native_bench --master H:P");
+  Args args;
+  args.master = argv[2];
+  std::printf("{\"ready\": true, \"cpu_s\": %.6f}\n", CpuSeconds());
+  std::fflush(stdout);
+  std::unique_ptr<ProducerSession> producer;  // started by the first window that sends
+  int64_t groups = 0;
+  std::string line;
+  char buffer[1024];
+  while (std::fgets(buffer, sizeof buffer, stdin) != nullptr) {
+    // window MODE SIZE TOPIC SECONDS MAX_COUNT ATTRS RATE (bench/py_worker.py)
+    char mode[64], topic[256];
+    unsigned long size = 0;
+    double seconds = 0, rate = 0;
+    long long max_count = 0;
+    int attrs = 0;
+    if (std::strncmp(buffer, "quit", 4) == 0) break;
+    if (std::sscanf(buffer, "window %63s %lu %255s %lf %lld %d %lf", mode, &size, topic,
+                    &seconds, &max_count, &attrs, &rate) != 7) {
+      Fail(std::string("bad command ") + buffer);
+    }
+    args.mode = mode;
+    args.topic = topic;
+    args.size = size;
+    args.seconds = seconds;
+    args.max_count = max_count;
+    args.attrs = attrs != 0;
+    args.rate = rate;
+    args.group = "bench_cpp_" + std::to_string(getpid()) + "_" + std::to_string(++groups);
+    args.not_found_wait_ms = args.mode == "latency" ? kLatencyNotFoundWaitMs : 400;
+    std::string answer;
+    try {
+      if (args.size < 8) throw WindowError{"size must be at least 8 (latency timestamps)"};
+      const bool sends = args.mode.rfind("produce", 0) == 0 || args.mode == "latency";
+      if (sends && !producer) producer = std::make_unique<ProducerSession>(args);
+      Result result;
+      if (args.mode == "produce-sync") result = Produce(args, *producer, false);
+      else if (args.mode == "produce-async") result = Produce(args, *producer, true);
+      else if (args.mode == "consume") result = Consume(args, false);
+      else if (args.mode == "consume-attrs") result = Consume(args, true);
+      else if (args.mode == "latency") result = Latency(args, *producer);
+      else throw WindowError{"unknown mode " + args.mode};
+      answer = ToJson(result);
+    } catch (const WindowError& error) {
+      answer = "{\"error\": \"" + Escaped(error.what) + "\"}";
+    }
+    std::printf("%s\n", answer.c_str());
+    std::fflush(stdout);
+  }
   return 0;
 }
