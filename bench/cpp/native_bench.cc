@@ -264,7 +264,7 @@ Result Consume(const Args& args, bool read_attrs) {
       if (result.count == args.max_count) break;
       checksum += static_cast<unsigned char>(message.body.empty() ? 0 : message.body[0]);
       if (read_attrs) {
-        for (const auto& [key, value] : message.properties) {
+        for (const auto& [key, value] : message.Properties()) {
           if (key == "region" || key == "tenant") checksum += value.size();
         }
       }
