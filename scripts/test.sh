@@ -14,4 +14,5 @@ cmake --build build/ctest
 ctest --test-dir build/ctest --output-on-failure --timeout 120
 
 echo "[test] Python tests"
-python -m pytest -v "$@"
+# The slowest tests by name, so that the time each part adds to the suite is on record.
+python -m pytest -v --durations=40 "$@"
