@@ -144,20 +144,21 @@ class PyProducer {
   Producer& native() { return *producer_; }
 
  private:
-  // The in-flight window: wait for a free place (GIL released, Ctrl-C checked between
-  // slices) or, when the caller must not block, fail with QueueFullError at once.
-  void AcquireSlot(bool block, std::optional<std::chrono::steady_clock::time_point> deadline,
-                   std::optional<double> timeout) {
-    const auto acquire = [&](std::chrono::milliseconds wait) {
-      return WithoutGil([&] { return producer_->AcquireSendSlot(wait); });
+  // A place for one more send, as `has_place(wait)` reports it: waited for in slices
+  // (GIL released, Ctrl-C checked between them) or, when the caller must not block,
+  // refused at once with QueueFullError saying `why_full`.
+  template <typename HasPlace>
+  void WaitForPlace(HasPlace&& has_place, bool block,
+                    std::optional<std::chrono::steady_clock::time_point> deadline,
+                    std::optional<double> timeout, const char* why_full) {
+    const auto attempt = [&](std::chrono::milliseconds wait) {
+      return WithoutGil([&] { return has_place(wait); });
     };
     if (!block) {
-      if (acquire(std::chrono::milliseconds(0))) return;
-      ThrowStatus(Status(ErrorCode::kQueueFull,
-                         "the in-flight window is full (max_in_flight sends await their "
-                         "replies); retry later, flush(), or set block_on_full"));
+      if (attempt(std::chrono::milliseconds(0))) return;
+      ThrowStatus(Status(ErrorCode::kQueueFull, why_full));
     }
-    if (!WaitInSlices(deadline, acquire)) {
+    if (!WaitInSlices(deadline, attempt)) {
       // Nothing was sent: an ordinary, retriable timeout.
       ThrowStatus(Status(ErrorCode::kRequestTimeout, "no place in the in-flight window within " +
                                                          std::to_string(*timeout) +
@@ -165,20 +166,21 @@ class PyProducer {
     }
   }
 
-  // Outcomes Python has not taken yet count against the window too (deliveries.h):
-  // wait for the delivery thread to catch up, or fail at once when the caller must not
-  // block.
+  // The in-flight window: max_in_flight sends awaiting their replies.
+  void AcquireSlot(bool block, std::optional<std::chrono::steady_clock::time_point> deadline,
+                   std::optional<double> timeout) {
+    WaitForPlace([&](std::chrono::milliseconds wait) { return producer_->AcquireSendSlot(wait); },
+                 block, deadline, timeout,
+                 "the in-flight window is full (max_in_flight sends await their replies); "
+                 "retry later, flush(), or set block_on_full");
+  }
+
+  // Outcomes Python has not taken yet count against the window too (deliveries.h).
   void AwaitDeliveryRoom(bool block) {
-    const auto room = [&](std::chrono::milliseconds wait) {
-      return WithoutGil([&] { return deliveries_->WaitRoom(wait); });
-    };
-    if (!block) {
-      if (room(std::chrono::milliseconds(0))) return;
-      ThrowStatus(Status(ErrorCode::kQueueFull,
-                         "max_in_flight send outcomes wait for the delivery thread (a slow "
-                         "callback?); retry later, flush(), or set block_on_full"));
-    }
-    WaitInSlices(std::nullopt, room);
+    WaitForPlace([&](std::chrono::milliseconds wait) { return deliveries_->WaitRoom(wait); },
+                 block, std::nullopt, std::nullopt,
+                 "max_in_flight send outcomes wait for the delivery thread (a slow "
+                 "callback?); retry later, flush(), or set block_on_full");
   }
 
   std::unique_ptr<Producer> producer_;
