@@ -153,12 +153,8 @@ def fill_backlogs(master: str, settings: Settings, sizes: tuple[int, ...], timeo
 
 
 def broker_pid(cluster: LocalCluster) -> int:
-    """The broker JVM's pid (0 when unknown: its CPU is then not reported)."""
-    try:
-        pid = cluster._pid("broker-1")  # the cluster's own record of what it started
-    except Exception:
-        return 0
-    return pid if pid and Path(f"/proc/{pid}").exists() else 0
+    """The broker JVM's pid (0 when it does not run: its CPU is then not reported)."""
+    return cluster.node_pid("broker-1")
 
 
 def open_cluster(cluster_dir: Path | None) -> tuple[LocalCluster, bool]:

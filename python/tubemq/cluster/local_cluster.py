@@ -223,9 +223,14 @@ class LocalCluster:
         self._state["pids"][key] = pid
         self._save()
 
-    def is_node_running(self, name: str) -> bool:
+    def node_pid(self, name: str) -> int:
+        """The process id of node ``name`` while it runs, else 0 (to sample its CPU)."""
         node = self.node(name)
-        return process.is_alive(self._pid(node.name), _main_class(node))
+        pid = self._pid(node.name)
+        return pid if process.is_alive(pid, _main_class(node)) else 0
+
+    def is_node_running(self, name: str) -> bool:
+        return self.node_pid(name) != 0
 
     def is_running(self) -> bool:
         """True while every node runs."""
