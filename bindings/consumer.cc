@@ -138,6 +138,7 @@ void RegisterConsumer(py::module_& module) {
       .def_readwrite("msg_not_found_wait_ms", &ConsumerOptions::msg_not_found_wait_ms)
       .def_readwrite("confirm_timeout_ms", &ConsumerOptions::confirm_timeout_ms)
       .def_readwrite("commit_on_next_fetch", &ConsumerOptions::commit_on_next_fetch)
+      .def_readwrite("fetch_ahead_bytes", &ConsumerOptions::fetch_ahead_bytes)
       .def_readwrite("client_balance", &ConsumerOptions::client_balance)
       .def_readwrite("source_count", &ConsumerOptions::source_count)
       .def_readwrite("node_id", &ConsumerOptions::node_id)

@@ -212,5 +212,132 @@ TEST(RmtDataCacheCsmPause, ResumeWakesAWaitingPoll) {
   EXPECT_TRUE(waiter.get());
 }
 
+
+// --- fetching ahead: WaitNext and Park ---
+
+using Next = RmtDataCacheCsm::Next;
+
+struct Waited {
+  Status status;
+  Next next{};
+  RmtDataCacheCsm::Parked parked;
+  RmtDataCacheCsm::Selection selection;
+};
+
+Waited WaitNext(RmtDataCacheCsm& cache, int64_t ahead_bytes,
+                std::chrono::milliseconds wait = 0ms) {
+  Waited out;
+  out.status = cache.WaitNext(Clock::now() + wait, ahead_bytes, out.next, out.parked,
+                              out.selection);
+  return out;
+}
+
+TEST(RmtDataCacheCsmAhead, EveryIdlePartitionIsSelectedWithinTheBound) {
+  RmtDataCacheCsm cache;
+  for (int i = 0; i < 4; ++i) cache.Add(P(1, i), {});
+  // Until batches tell, one on its way counts as 1 MiB: 2.5 MiB lets two go.
+  EXPECT_EQ(WaitNext(cache, 5 << 19).next, Next::kSelected);
+  EXPECT_EQ(WaitNext(cache, 5 << 19).next, Next::kSelected);
+  EXPECT_EQ(WaitNext(cache, 5 << 19).status.code(), ErrorCode::kAllPartitionInUse);
+  // With no fetching ahead, one fetch at a time.
+  RmtDataCacheCsm single;
+  for (int i = 0; i < 2; ++i) single.Add(P(1, i), {});
+  EXPECT_EQ(WaitNext(single, 0).next, Next::kSelected);
+  EXPECT_EQ(WaitNext(single, 0).status.code(), ErrorCode::kAllPartitionInUse);
+}
+
+TEST(RmtDataCacheCsmAhead, SmallBatchesLetMoreFetchesGo) {
+  RmtDataCacheCsm cache;
+  for (int i = 0; i < 8; ++i) cache.Add(P(1, i), {});
+  // Each round starts every fetch the 2 MiB bound allows, then every batch arrives
+  // (100 KiB each), is handed out and confirmed.
+  std::vector<size_t> started;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<RmtDataCacheCsm::Selection> on_the_way;
+    for (Waited w = WaitNext(cache, 2 << 20); w.status.ok(); w = WaitNext(cache, 2 << 20)) {
+      ASSERT_EQ(w.next, Next::kSelected);
+      on_the_way.push_back(w.selection);
+    }
+    started.push_back(on_the_way.size());
+    for (const auto& s : on_the_way) {
+      ASSERT_TRUE(cache.Park({s.partition.Key(), s.token, 100 << 10, nullptr}));
+    }
+    for (size_t i = 0; i < on_the_way.size(); ++i) {
+      const Waited taken = WaitNext(cache, 0);
+      ASSERT_EQ(taken.next, Next::kParked);
+      ASSERT_TRUE(cache.Release(taken.parked.key, taken.parked.token, true, 0ms));
+    }
+  }
+  EXPECT_EQ(started.front(), 2u);  // 1 MiB each until batches tell
+  EXPECT_GE(started.back(), 5u);   // the estimate came down towards 100 KiB
+}
+
+TEST(RmtDataCacheCsmAhead, AParkedBatchComesFirstAndWakesAWaiter) {
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  cache.Add(P(1, 1), {});
+  const Waited first = WaitNext(cache, 0);
+  ASSERT_EQ(first.next, Next::kSelected);
+  auto waiter = std::async(std::launch::async, [&cache] { return WaitNext(cache, 0, 5000ms); });
+  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(cache.Park({first.selection.partition.Key(), first.selection.token, 10, nullptr}));
+  ASSERT_EQ(waiter.wait_for(2s), std::future_status::ready);
+  const Waited got = waiter.get();
+  ASSERT_TRUE(got.status.ok());
+  EXPECT_EQ(got.next, Next::kParked);
+  EXPECT_EQ(got.parked.key, "1:t:0");
+  EXPECT_EQ(got.parked.token, first.selection.token);
+  // Handed out, the batch's partition stays in use until its confirm.
+  EXPECT_TRUE(cache.IsInUse("1:t:0", first.selection.token));
+}
+
+TEST(RmtDataCacheCsmAhead, ABatchWhosePartitionMovedOnIsDropped) {
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  cache.Add(P(1, 1), {});
+  const Waited a = WaitNext(cache, 8 << 20);
+  const Waited b = WaitNext(cache, 8 << 20);
+  ASSERT_EQ(b.next, Next::kSelected);
+  // Released meanwhile (a confirm timeout): its late batch is not parked.
+  ASSERT_TRUE(cache.Release(a.selection.partition.Key(), a.selection.token, false, 0ms));
+  EXPECT_FALSE(cache.Park({a.selection.partition.Key(), a.selection.token, 10, nullptr}));
+  // Parked, then its partition removed (a rebalance): the batch goes with it.
+  ASSERT_TRUE(cache.Park({b.selection.partition.Key(), b.selection.token, 10, nullptr}));
+  ASSERT_TRUE(cache.Remove(b.selection.partition.Key()).has_value());
+  const Waited next = WaitNext(cache, 8 << 20);
+  ASSERT_TRUE(next.status.ok());
+  EXPECT_EQ(next.next, Next::kSelected);  // partition 0 again, not the dropped batch
+  EXPECT_EQ(next.selection.partition.Key(), "1:t:0");
+  EXPECT_FALSE(next.selection.last_pack_consumed);
+}
+
+TEST(RmtDataCacheCsmAhead, ABatchParkedForAPausedPartitionGoesBackUnseen) {
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  const Waited first = WaitNext(cache, 0);
+  ASSERT_TRUE(cache.Park({"1:t:0", first.selection.token, 10, nullptr}));
+  cache.Pause("1:t:0");
+  EXPECT_EQ(WaitNext(cache, 0).status.code(), ErrorCode::kAllPartitionFrozen);
+  EXPECT_FALSE(cache.IsInUse("1:t:0", first.selection.token));
+  cache.Resume("1:t:0");
+  const Waited again = WaitNext(cache, 0);
+  ASSERT_EQ(again.next, Next::kSelected);
+  EXPECT_FALSE(again.selection.last_pack_consumed);  // the broker sends that batch again
+}
+
+TEST(RmtDataCacheCsmAhead, ReportsAreParkedWhateverTheBookingsAndCloseDropsAll) {
+  RmtDataCacheCsm cache;
+  ASSERT_TRUE(cache.Park({"", 0, 0, nullptr}));
+  const Waited report = WaitNext(cache, 0);
+  ASSERT_EQ(report.next, Next::kParked);
+  EXPECT_EQ(report.parked.token, 0u);
+  cache.Add(P(1, 0), {});
+  const Waited first = WaitNext(cache, 0);
+  ASSERT_TRUE(cache.Park({"1:t:0", first.selection.token, 10, nullptr}));
+  cache.Close();
+  EXPECT_EQ(WaitNext(cache, 0).status.code(), ErrorCode::kClientShutdown);
+  EXPECT_FALSE(cache.Park({"1:t:0", first.selection.token, 10, nullptr}));
+}
+
 }  // namespace
 }  // namespace tubemq::consumer

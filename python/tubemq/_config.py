@@ -676,6 +676,16 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         "release at unassign, rebalance or close) carries it to the broker, one round trip "
         "per batch instead of two. Until then a crash means the batch comes again.",
     ),
+    Key(
+        "fetch_ahead_bytes",
+        int,
+        _NATIVE_CONSUMER.fetch_ahead_bytes,
+        "While the application works on a batch, the partitions it does not hold are "
+        "fetched already; their batches wait for the next polls up to this many bytes "
+        "(0: one fetch at a time, when a poll asks).",
+        min=0,
+        max=1 << 30,
+    ),
 )
 
 SOURCE_COUNT_KEY = Key(
@@ -710,6 +720,7 @@ def native_consumer_options(
     options.msg_not_found_wait_ms = values["msg_not_found_wait_ms"]
     options.confirm_timeout_ms = values["confirm_timeout_ms"]
     options.commit_on_next_fetch = values["commit_on_next_fetch"]
+    options.fetch_ahead_bytes = values["fetch_ahead_bytes"]
     options.client_balance = client_balance
     options.source_count = values["source_count"]
     if client_balance:

@@ -211,6 +211,7 @@ class ConsumerOptions:
     msg_not_found_wait_ms: int
     confirm_timeout_ms: int
     commit_on_next_fetch: bool
+    fetch_ahead_bytes: int
     client_balance: bool
     source_count: int
     node_id: int

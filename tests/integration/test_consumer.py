@@ -318,3 +318,39 @@ def test_paused_partitions_are_not_fetched_until_resumed(master, topics):
         consumer.resume(stopped)
         late = drain(consumer, marker.encode(), 40 - len(early), seconds=20)
         assert {bytes(m) for m in early + late} == set(sent)
+
+
+@pytest.mark.parametrize("fetch_ahead_bytes", [None, 0])
+def test_while_a_batch_is_worked_on_the_other_partitions_are_fetched_already(
+    master, topics, fetch_ahead_bytes
+):
+    # Issue 18: the next batches are on their way while the application works, within
+    # fetch_ahead_bytes; 0 fetches one batch at a time, when a poll asks.
+    topic = topics[0]
+    produce(master, topic, unique("ahead"), 40)  # spread over the 4 partitions
+    options = {} if fetch_ahead_bytes is None else {"fetch_ahead_bytes": fetch_ahead_bytes}
+    with tubemq.Consumer(
+        master=master, group=unique("ahead"), topics=[topic], consume_from="earliest",
+        **FAST, **options,
+    ) as consumer:  # fmt: skip
+        deadline = time.monotonic() + 45
+        batch = None
+        while batch is None or len(consumer.assignment()) < 4:
+            assert time.monotonic() < deadline, consumer.assignment()
+            if batch is not None:
+                consumer.commit(batch)
+            batch = consumer.poll_batch(0.5)
+        before = consumer.metrics()
+        time.sleep(1.0)  # the application works on `batch`; no poll meanwhile
+        during = consumer.metrics()
+        consumer.commit(batch)
+        waiting = consumer.poll_batch(0)  # do not wait: only a batch already here
+    if fetch_ahead_bytes == 0:
+        assert during["fetches"] == before["fetches"]
+        assert waiting is None
+    else:
+        # The other three partitions were fetched meanwhile; one of them is handed out
+        # at once, and none of them counted as delivered until then.
+        assert during["fetches"] - during["batches"] >= 3
+        assert during["batches"] == before["batches"]
+        assert waiting is not None and waiting.partition_key != batch.partition_key

@@ -41,6 +41,11 @@ struct ConsumerOptions {
   // §3.8.2). The commit reaches the broker later, so a crash in between means the batch
   // comes again: still at least once.
   bool commit_on_next_fetch = false;
+  // Fetching ahead: while the application works on a batch, the partitions not in its
+  // hands are fetched already, and their batches wait for the next polls, up to this
+  // many bytes (0: one fetch at a time, started by a poll). One batch per partition
+  // between two confirms, as the protocol has it.
+  int64_t fetch_ahead_bytes = int64_t{16} << 20;
 
   // Client-balanced mode (behaviour.md §5): the application, not the master, chooses
   // the partitions (Assign/Unassign) and their start offsets.

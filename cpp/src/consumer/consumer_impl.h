@@ -35,6 +35,7 @@ namespace pb {
 class AuthorizedInfo;
 class ClientSubRepInfo;
 class EventProto;
+class GetMessageResponseB2C;
 class HeartResponseM2C;
 class OpsTaskInfo;
 }  // namespace pb
@@ -118,6 +119,11 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
                         int64_t boot_offset, Done done);
   void UnregisterAtBroker(const meta::Partition& partition, bool consumed, Done done);
   void BrokerHeartbeats();
+  // --- pull path (fetch_path.cc) ---
+  using FetchResult = consumer::RmtDataCacheCsm::FetchResult;
+  void StartFetch(const consumer::RmtDataCacheCsm::Selection& selection);
+  void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
+                    const Status& status, std::shared_ptr<pb::GetMessageResponseB2C> response);
   // --- common ---
   std::shared_ptr<net::ClientConnection> BrokerConnection(const meta::Partition& partition);
   std::chrono::milliseconds rpc_timeout() const {

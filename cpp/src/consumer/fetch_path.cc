@@ -1,6 +1,8 @@
 // The pull path (behaviour.md §3.8): select a ready partition, fetch one batch, decode
 // and filter it, and give the partition back with the delay the reply and the flow
-// control rules call for, at confirm time or at once on errors.
+// control rules call for, at confirm time or at once on errors. Fetches run ahead of
+// the polls (RmtDataCacheCsm): a poll starts the fetch of every partition it may, and
+// takes the first batch parked; replies are decoded on the I/O thread.
 #include <algorithm>
 #include <future>
 
@@ -45,14 +47,40 @@ int32_t DelayForCode(int32_t code, int32_t min_limit_ms, int64_t not_found_wait_
 
 }  // namespace
 
+// What a poll hands out for one fetch: a batch, or a refusal the application must see.
+struct consumer::RmtDataCacheCsm::FetchResult {
+  Status status;
+  ReceivedBatch batch;
+};
+
 Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch) {
   if (!Running()) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
-  consumer::RmtDataCacheCsm::Selection selection;
-  Status selected = cache_.WaitSelect(Clock::now() + wait, selection);
-  if (!selected.ok()) return selected;
-  const meta::Partition& partition = selection.partition;
-  const std::string key = partition.Key();
+  const auto deadline = Clock::now() + wait;
+  for (;;) {
+    consumer::RmtDataCacheCsm::Next next{};
+    consumer::RmtDataCacheCsm::Parked parked;
+    consumer::RmtDataCacheCsm::Selection selection;
+    Status status =
+        cache_.WaitNext(deadline, options_.fetch_ahead_bytes, next, parked, selection);
+    if (!status.ok()) return status;
+    if (next == consumer::RmtDataCacheCsm::Next::kSelected) {
+      StartFetch(selection);  // its result is parked; this loop waits for it, or another
+      continue;
+    }
+    FetchResult& result = *parked.result;
+    if (!result.status.ok()) return result.status;
+    batch = std::move(result.batch);
+    Count(counters_.batches);
+    Count(counters_.messages, batch.messages.size());
+    for (const ReceivedMessage& message : batch.messages) {
+      Count(counters_.bytes, message.body.size());
+    }
+    return Status::OK();
+  }
+}
 
+void Consumer::Impl::StartFetch(const consumer::RmtDataCacheCsm::Selection& selection) {
+  const meta::Partition& partition = selection.partition;
   pb::GetMessageRequestC2B request;
   request.set_clientid(client_id_);
   request.set_partitionid(partition.id);
@@ -61,15 +89,35 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
   request.set_lastpackconsumed(selection.last_pack_consumed);
   request.set_manualcommitoffset(false);
   request.set_escflowctrl(flow_rules_.GroupUnderFlowControl(NowMs()));
-  auto response = std::make_shared<pb::GetMessageResponseB2C>();
-  Status status = CallAndWait(*BrokerConnection(partition), codec::Method::kGetMessage, request,
-                              rpc_timeout(), *response);
+  service::SendRequest(
+      *BrokerConnection(partition), codec::Method::kGetMessage, request, rpc_timeout(),
+      [self = shared_from_this(), selection, escaped = request.escflowctrl()](
+          const Status& status, codec::RpcReply&& reply) {
+        auto response = std::make_shared<pb::GetMessageResponseB2C>();
+        const Status parsed = status.ok() ? service::ParseReply(reply, *response) : status;
+        self->OnFetchReply(selection, escaped, parsed, std::move(response));
+      });
+}
+
+// On an I/O thread: decodes the reply and parks the batch (or the report the
+// application must see), and gives the partition back on errors with the delay they
+// call for. Nothing here blocks: a commit the reply implies rides on the next fetch.
+void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection,
+                                  bool escaped, const Status& status,
+                                  std::shared_ptr<pb::GetMessageResponseB2C> response) {
+  const meta::Partition& partition = selection.partition;
+  const std::string key = partition.Key();
   // One line per fetch (formatted only when DEBUG is on): the observable of pacing.
   TUBEMQ_LOG_DEBUG("fetch " << key << ": "
                             << (!status.ok()          ? status.code_value()
                                 : response->success() ? 200
                                                       : response->errcode())
-                            << (request.escflowctrl() ? " escFlowCtrl" : ""));
+                            << (escaped ? " escFlowCtrl" : ""));
+  auto report = [this](Status error) {
+    auto result = std::make_shared<FetchResult>();
+    result->status = std::move(error);
+    cache_.Park({std::string(), 0, 0, std::move(result)});
+  };
   if (!status.ok()) {
     Count(counters_.fetch_errors);
     // Nothing reached us; the commit flag stays as it was for the next fetch. A broker
@@ -83,7 +131,8 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     }
     cache_.Release(key, selection.token, selection.last_pack_consumed,
                    std::chrono::milliseconds(delay));
-    return status;
+    report(status);
+    return;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -99,10 +148,13 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
   if (code != 200 && code != 404) Count(counters_.fetch_errors);
   if (code == 411 || code == 412 || code == 415) {
     cache_.Remove(key);
-    std::lock_guard<std::mutex> lock(mutex_);
-    report_next_ = true;
-    return Status(static_cast<ErrorCode>(code),
-                  "partition " + key + " was lost at its broker: " + response->errmsg());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      report_next_ = true;
+    }
+    report(Status(static_cast<ErrorCode>(code),
+                  "partition " + key + " was lost at its broker: " + response->errmsg()));
+    return;
   }
   if (code != 200) {
     outcome.default_delay_ms =
@@ -115,19 +167,23 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     }
     // The broker saw the flag: the previous batch is settled either way.
     cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
-    return Status(static_cast<ErrorCode>(code), response->errmsg());
+    // "Nothing new" is no news for the application; other refusals are.
+    if (code != 404) report(Status(static_cast<ErrorCode>(code), response->errmsg()));
+    return;
   }
 
   cache_.UpdateOffsets(key, {response->has_curroffset() ? response->curroffset() : -1,
                              response->has_maxoffset() ? response->maxoffset() : -1});
   const std::set<std::string>& filters = options_.topics.at(partition.topic);
-  batch = ReceivedBatch();
+  auto result = std::make_shared<FetchResult>();
+  ReceivedBatch& batch = result->batch;
   batch.owner = response;
   batch.topic = partition.topic;
   batch.partition_key = key;
   batch.offset = response->has_curroffset() ? response->curroffset() : -1;
   batch.max_offset = response->has_maxoffset() ? response->maxoffset() : -1;
   batch.confirm_context = consumer::RmtDataCacheCsm::ConfirmContext(key, selection.token);
+  batch.messages.reserve(static_cast<size_t>(response->messages_size()));
   int64_t bytes = 0;
   for (const pb::TransferedMessage& message : response->messages()) {
     bytes += static_cast<int64_t>(message.payloaddata().size());
@@ -145,7 +201,7 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     received.msg_type = decoded.msg_type;
     received.msg_time = decoded.msg_time;
     received.attribute = decoded.attribute;
-    batch.messages.push_back(std::move(received));
+    batch.messages.push_back(received);
   }
   outcome.batch_bytes = bytes;
   {
@@ -153,15 +209,13 @@ Status Consumer::Impl::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch
     booked_[key] = Booked{outcome, Clock::now()};
   }
   if (batch.messages.empty()) {
-    // Everything was filtered out: settle the batch here, the caller sees "no data".
-    Confirm(batch.confirm_context, true);
-    batch = ReceivedBatch();
-    return Status(ErrorCode::kNotFound, "no message passed the filters");
+    // Everything was filtered out: the batch is settled here, and the flag that says
+    // so rides on the partition's next fetch.
+    cache_.Release(key, selection.token, true, PacingDelayAfterConfirm(key, partition.topic));
+    return;
   }
-  Count(counters_.batches);
-  Count(counters_.messages, batch.messages.size());
-  for (const ReceivedMessage& message : batch.messages) Count(counters_.bytes, message.body.size());
-  return Status::OK();
+  // Dropped if the partition's booking moved on meanwhile (released, removed, closed).
+  cache_.Park({key, selection.token, bytes, std::move(result)});
 }
 
 Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed) {

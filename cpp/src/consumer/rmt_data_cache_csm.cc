@@ -29,6 +29,18 @@ void RmtDataCacheCsm::ForgetLocked(const std::string& key) {
   in_use_.erase(key);
   resting_.erase(key);
   idle_.erase(std::remove(idle_.begin(), idle_.end(), key), idle_.end());
+  fetching_.erase(key);
+  DropParkedLocked(key);
+}
+
+void RmtDataCacheCsm::DropParkedLocked(const std::string& key) {
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (it->token != 0 && it->key == key) {
+      it = parked_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 std::optional<RmtDataCacheCsm::Removed> RmtDataCacheCsm::Remove(const std::string& key) {
@@ -117,6 +129,69 @@ Status RmtDataCacheCsm::WaitSelect(Clock::time_point deadline, Selection& out) {
   }
 }
 
+Status RmtDataCacheCsm::WaitNext(Clock::time_point deadline, int64_t ahead_bytes, Next& next,
+                                 Parked& parked, Selection& selection) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (closed_) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
+    if (!parked_.empty()) {
+      parked = std::move(parked_.front());
+      parked_.pop_front();
+      if (parked.token != 0 && paused_.count(parked.key) != 0) {
+        // Paused while its batch was on the way: the batch goes back unseen (the next
+        // fetch after resume tells the broker so, and the broker sends it again).
+        in_use_.erase(parked.key);
+        const auto entry = held_.find(parked.key);
+        if (entry != held_.end()) entry->second.last_pack_consumed = false;
+        continue;
+      }
+      const auto booking = in_use_.find(parked.key);
+      if (parked.token != 0 && booking != in_use_.end()) booking->second.since = Clock::now();
+      next = Next::kParked;
+      return Status::OK();
+    }
+    // Nothing is parked here, so what memory the fetches may take is the batches on
+    // their way: each counted at the size batches have had lately.
+    const bool room =
+        fetching_.empty() ||
+        (ahead_bytes > 0 &&
+         static_cast<int64_t>(fetching_.size() + 1) * batch_bytes_estimate_ <= ahead_bytes);
+    Status status = room ? SelectLocked(selection)
+                         : Status(ErrorCode::kAllPartitionInUse, "a fetch is under way");
+    if (status.ok()) {
+      fetching_.insert(selection.partition.Key());
+      next = Next::kSelected;
+      return status;
+    }
+    if (status.code() == ErrorCode::kAllPartitionFrozen && !fetching_.empty()) {
+      status = Status(ErrorCode::kAllPartitionInUse, "every partition has a batch on its way");
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) return status;
+    const auto earliest = WakeRested(now);
+    selectable_.wait_until(lock, earliest ? std::min(*earliest, deadline) : deadline);
+  }
+}
+
+bool RmtDataCacheCsm::Park(Parked parked) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (parked.token != 0) {
+      const auto booking = in_use_.find(parked.key);
+      if (closed_ || booking == in_use_.end() || booking->second.token != parked.token) {
+        return false;
+      }
+      fetching_.erase(parked.key);
+      // Follows the batches' size: up at once, down by an eighth per batch.
+      batch_bytes_estimate_ = std::max({parked.bytes, kMinBatchEstimate,
+                                        batch_bytes_estimate_ - batch_bytes_estimate_ / 8});
+    }
+    parked_.push_back(std::move(parked));
+  }
+  selectable_.notify_all();
+  return true;
+}
+
 bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_pack_consumed,
                               std::chrono::milliseconds delay) {
   {
@@ -124,6 +199,8 @@ bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_
     const auto booking = in_use_.find(key);
     if (booking == in_use_.end() || booking->second.token != token) return false;
     in_use_.erase(booking);
+    fetching_.erase(key);
+    DropParkedLocked(key);  // a batch not handed out goes back with its partition
     auto entry = held_.find(key);
     if (entry == held_.end()) return false;
     entry->second.last_pack_consumed = last_pack_consumed;
@@ -241,6 +318,7 @@ void RmtDataCacheCsm::Close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
+    parked_.clear();
   }
   selectable_.notify_all();
 }

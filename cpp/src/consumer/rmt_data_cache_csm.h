@@ -4,6 +4,12 @@
 // token), or the delayed map (resting until a time). A pull selects an idle partition;
 // its confirm, or a fetch error, releases it with a delay.
 //
+// Fetching ahead: an in-use partition's batch may be fetched before any poll asks for
+// it, and then waits here, parked, until a poll takes it. The protocol allows one batch
+// per partition between two confirms, so what runs ahead is the other partitions: while
+// the application works on one batch, the next ones are already on their way, within a
+// bound on the bytes of the batches on their way.
+//
 // Thread-safe: one mutex, never held while calling out; a condition variable wakes
 // pollers when a partition becomes selectable, so waiting needs no fixed sleeps.
 // Tokens come from a per-cache counter, never the clock, so a stale confirm context
@@ -15,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -48,6 +55,19 @@ class RmtDataCacheCsm {
     int64_t max = -1;
   };
 
+  // What the consumer made of one fetch (fetch_path.cc); opaque here.
+  struct FetchResult;
+  // A fetch's result waiting for a poll. `token` 0: a report for the poller (an error
+  // the application must see) rather than a batch; it is parked whatever the bookings.
+  struct Parked {
+    std::string key;
+    uint64_t token = 0;
+    int64_t bytes = 0;
+    std::shared_ptr<FetchResult> result;
+  };
+  // What WaitNext() found.
+  enum class Next { kParked, kSelected };
+
   // Holds a partition (registered at its broker) as idle. False if already held.
   bool Add(const meta::Partition& partition, Offsets offsets);
 
@@ -60,6 +80,18 @@ class RmtDataCacheCsm {
   Status Select(Selection& out);
   // The same, waiting until `deadline` for a partition to become selectable.
   Status WaitSelect(Clock::time_point deadline, Selection& out);
+
+  // What a poll waits for, until `deadline`: first a parked result (taken; a batch's
+  // confirm timeout counts from now on), else a selectable partition whose fetch the
+  // caller starts at once - while the batches on their way, at their expected size,
+  // stay within `ahead_bytes` (one fetch at a time with 0). A selection is marked
+  // fetching until its result is parked or the partition released. Not OK: why there is
+  // neither.
+  Status WaitNext(Clock::time_point deadline, int64_t ahead_bytes, Next& next, Parked& parked,
+                  Selection& selection);
+  // Parks a fetch's result; false (and dropped) if it is a batch whose partition's
+  // booking moved on meanwhile (released, removed, or the cache closed).
+  bool Park(Parked parked);
 
   // Gives an in-use partition back after `delay` (at once if <= 10 ms). Ignored, and
   // false, unless `token` is the partition's current booking.
@@ -109,6 +141,7 @@ class RmtDataCacheCsm {
   std::optional<Clock::time_point> WakeRested(Clock::time_point now);
   Status SelectLocked(Selection& out);
   void ForgetLocked(const std::string& key);
+  void DropParkedLocked(const std::string& key);
 
   mutable std::mutex mutex_;
   std::condition_variable selectable_;
@@ -124,6 +157,12 @@ class RmtDataCacheCsm {
   std::map<std::string, Clock::time_point> resting_;
   std::set<std::string> registered_;
   std::set<std::string> paused_;
+  std::set<std::string> fetching_;  // in use, their fetch under way
+  std::deque<Parked> parked_;       // in arrival order
+  // What a batch on its way is expected to weigh, for the fetch-ahead bound; until
+  // batches tell, as much as a broker usually sends in one reply.
+  static constexpr int64_t kMinBatchEstimate = int64_t{64} << 10;
+  int64_t batch_bytes_estimate_ = int64_t{1} << 20;
 };
 
 }  // namespace tubemq::consumer
