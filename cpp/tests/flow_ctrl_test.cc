@@ -139,6 +139,58 @@ TEST(PartitionPacer, WorkedExampleC_EmptyFetchesBackOff) {
   EXPECT_EQ(pacer.empty_fetches(), 0);  // any data resets the count
 }
 
+// Adaptive pacing (issue 26): without frequency rules, an empty streak backs off from
+// no wait towards msg_not_found_wait_ms, and data snaps it back.
+RuleSnapshot NoRules() { return FlowCtrlRuleHandler().Snapshot(); }
+
+FetchOutcome Empty(int32_t ceiling_ms = 400) {
+  FetchOutcome empty;
+  empty.code = 404;
+  empty.default_delay_ms = ceiling_ms;
+  return empty;
+}
+
+TEST(PartitionPacer, AnEmptyStreakBacksOffToTheCeiling) {
+  PartitionPacer pacer(false);
+  std::vector<int64_t> delays;
+  for (int i = 0; i < 13; ++i) delays.push_back(pacer.DelayAfter(Empty(), NoRules(), i));
+  EXPECT_EQ(delays,
+            (std::vector<int64_t>{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 400, 400, 400}));
+  // A long idle streak stays at the ceiling (no overflow of the doubling).
+  for (int i = 0; i < 100; ++i) pacer.DelayAfter(Empty(), NoRules(), 20 + i);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 200), 400);
+}
+
+TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
+  PartitionPacer pacer(false);
+  for (int i = 0; i < 12; ++i) pacer.DelayAfter(Empty(), NoRules(), i);
+  FetchOutcome data;
+  data.batch_bytes = 100;
+  EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 20), 0);  // a partition with data: at once
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 21), 0);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 1);
+}
+
+TEST(PartitionPacer, TheCeilingIsHonouredAndStateIsPerPartition) {
+  PartitionPacer busy(false), idle(false);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_LE(idle.DelayAfter(Empty(50), NoRules(), i), 50);
+  }
+  EXPECT_EQ(idle.DelayAfter(Empty(50), NoRules(), 30), 50);
+  // The other partition's streak is its own.
+  EXPECT_EQ(busy.DelayAfter(Empty(50), NoRules(), 31), 0);
+  // A ceiling of 0 (msg_not_found_wait_ms=0) never waits.
+  PartitionPacer eager(false);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(eager.DelayAfter(Empty(0), NoRules(), i), 0);
+}
+
+TEST(PartitionPacer, AnOperatorsFrequencyRulesAreObeyedAsWritten) {
+  // The worked example's type-1 rules: below their first count the full wait applies,
+  // not the adaptive one (WorkedExampleC above gives the whole sequence).
+  PartitionPacer pacer(false);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), GroupRules(kWorkedExample), Gmt8(12, 0, 0)), 400);
+}
+
 TEST(PartitionPacer, WorkedExampleD_OutsideTheWindowOnlyLowFetchPacing) {
   const RuleSnapshot rules = GroupRules(kWorkedExample);
   PartitionPacer pacer(false);
@@ -164,10 +216,13 @@ TEST(PartitionPacer, NoRulesMeansTheCodesOwnDelay) {
   FetchOutcome batch;
   batch.batch_bytes = 100;
   EXPECT_EQ(pacer.DelayAfter(batch, handler.Snapshot(), Gmt8(10, 0)), 0);
-  FetchOutcome empty;
-  empty.code = 404;
-  empty.default_delay_ms = 400;
-  EXPECT_EQ(pacer.DelayAfter(empty, handler.Snapshot(), Gmt8(10, 1)), 400);
+  FetchOutcome closed;  // 403: the code's own delay, whatever the streak
+  closed.code = 403;
+  closed.default_delay_ms = 2000;
+  EXPECT_EQ(pacer.DelayAfter(closed, handler.Snapshot(), Gmt8(10, 1)), 2000);
+  // A 404's own delay is the ceiling of the empty streak's back-off (above).
+  for (int i = 0; i < 12; ++i) pacer.DelayAfter(Empty(), handler.Snapshot(), Gmt8(10, 2, i));
+  EXPECT_EQ(pacer.DelayAfter(Empty(), handler.Snapshot(), Gmt8(10, 3)), 400);
 }
 
 }  // namespace

@@ -656,7 +656,9 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         "msg_not_found_wait_ms",
         int,
         _NATIVE_CONSUMER.msg_not_found_wait_ms,
-        "How long a partition without new data rests before it is fetched again.",
+        "The longest a partition without new data rests before it is fetched again: "
+        "after an empty fetch it is fetched again at once, then after 1 ms, 2 ms, 4 ms ... "
+        "up to this (unless a flow-control frequency rule says otherwise).",
         min=0,
         max=60000,
     ),

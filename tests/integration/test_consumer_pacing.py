@@ -145,8 +145,9 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
                 consumer.commit(batch[-1])
 
 
-def test_an_empty_topic_is_fetched_at_most_every_msg_not_found_wait(master, fetch_log):
-    # Scenario 19 with default settings (msg_not_found_wait_ms 400).
+def test_an_empty_topic_backs_off_to_msg_not_found_wait_and_no_further(master, fetch_log):
+    # Scenario 19 with default settings (msg_not_found_wait_ms 400), paced adaptively
+    # (issue 26): each partition's empty streak waits 0, 1, 2, 4 ... ms, then 400 ms.
     with tubemq.Consumer(
         master=master, group=unique("g"), topics=[EMPTY_TOPIC], consume_from="latest", **FAST
     ) as consumer:
@@ -159,9 +160,14 @@ def test_an_empty_topic_is_fetched_at_most_every_msg_not_found_wait(master, fetc
     assert sorted(fetches) == held == [f"1:{EMPTY_TOPIC}:{i}" for i in range(4)]
     for key, rows in fetches.items():
         assert {code for _, code in rows} == {404}, (key, rows)
-        # Polled all along (~9 s after the first rebalance), yet never closer than 400 ms.
-        assert len(rows) >= 8, (key, len(rows))
-        assert min(gaps(rows)) >= 0.35, (key, gaps(rows))
+        spacing = gaps(rows)
+        # Polled all along (~9 s after the first rebalance): a quick ramp of about a
+        # dozen fetches, then one per 400 ms - never a tight loop, never a longer rest.
+        assert 12 <= len(rows) <= 12 + 10 / 0.35, (key, len(rows))
+        ramp, steady = spacing[:10], spacing[11:]
+        assert sum(ramp) < 0.8, (key, ramp)  # 0+1+...+256 ms, plus the round trips
+        assert steady and min(steady) >= 0.35, (key, spacing)
+        assert max(steady) < 0.8, (key, spacing)
 
 
 def test_a_member_without_partitions_waits_out_the_poll_timeout_without_spinning(master, fetch_log):

@@ -7,7 +7,10 @@
 namespace tubemq::consumer {
 namespace {
 
-constexpr std::chrono::milliseconds kImmediate{10};
+// Rests are honoured to the millisecond: the short waits of an empty streak's start
+// (flowctrl::EmptyStreakWait) are what keeps an idle partition from being fetched in a
+// tight loop.
+constexpr std::chrono::milliseconds kImmediate{0};
 
 }  // namespace
 

@@ -93,7 +93,7 @@ class RmtDataCacheCsm {
   // booking moved on meanwhile (released, removed, or the cache closed).
   bool Park(Parked parked);
 
-  // Gives an in-use partition back after `delay` (at once if <= 10 ms). Ignored, and
+  // Gives an in-use partition back after `delay` (at once if 0). Ignored, and
   // false, unless `token` is the partition's current booking.
   bool Release(const std::string& key, uint64_t token, bool last_pack_consumed,
                std::chrono::milliseconds delay);

@@ -12,6 +12,13 @@ constexpr int64_t kSlicesPerMinute = 12;
 
 }  // namespace
 
+int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
+  if (empty_fetches <= 1) return 0;  // data may be just behind the empty reply
+  // 1, 2, 4, ... ms: the shift stops growing long before it could overflow.
+  const int shift = std::min(empty_fetches - 2, 30);
+  return std::min(ceiling_ms, int64_t{1} << shift);
+}
+
 void PartitionPacer::Refresh(const RuleSnapshot& rules, int64_t now_ms) {
   minute_bytes_ = 0;
   slice_bytes_ = 0;
@@ -53,7 +60,12 @@ int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapsh
   if (empty_fetches_ > 0) {
     const FlowCtrlRules& source =
         rules.group->has_frequency_rules() ? *rules.group : *rules.cluster_default;
-    return source.FrequencyPause(empty_fetches_, static_cast<int32_t>(fallback));
+    // An operator's frequency rules are obeyed as written, with the full wait between
+    // them; without any, the wait grows with the empty streak up to that ceiling.
+    const int64_t wait = source.has_frequency_rules() || outcome.code != 404
+                             ? fallback
+                             : EmptyStreakWait(empty_fetches_, fallback);
+    return source.FrequencyPause(empty_fetches_, static_cast<int32_t>(wait));
   }
   if (outcome.escaped) return 0;
   const int64_t slice_budget = limit_bytes_ / kSlicesPerMinute;

@@ -20,6 +20,13 @@ struct FetchOutcome {
   int64_t processing_ms = 0;     // between the reply and this release (confirm), for 200
 };
 
+// The rest after `empty_fetches` consecutive fetches found nothing new, when no
+// frequency rule says otherwise: none after the first (data often lands just behind
+// an empty reply), then 1 ms doubling per empty fetch up to `ceiling_ms`
+// (msg_not_found_wait_ms). A partition with data is fetched again at once, an idle one
+// settles at the ceiling within about a dozen fetches.
+int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms);
+
 class PartitionPacer {
  public:
   explicit PartitionPacer(bool filter_consumer) : filter_consumer_(filter_consumer) {}
