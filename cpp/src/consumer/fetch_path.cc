@@ -131,7 +131,9 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
     }
     cache_.Release(key, selection.token, selection.last_pack_consumed,
                    std::chrono::milliseconds(delay));
-    report(status);
+    // Not the application's news: the fetch ran ahead of any poll, and is retried.
+    TUBEMQ_LOG_INFO("fetch " << key << " failed, retried in " << delay
+                             << " ms: " << status.message());
     return;
   }
   {
