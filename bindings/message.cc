@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "arrow_columns.h"
+#include "batch_values.h"
 #include "message.h"
 #include "text.h"
 #include "tubemq/consumer.h"
@@ -251,6 +252,7 @@ void RegisterMessages(py::module_& module) {
       .def("arrow_columns", &ArrowColumns,
            "The messages as Arrow buffers (see tubemq.spark._arrow), without a Python "
            "object per message.")
+      .def("values", &BatchValues, kBatchValuesDoc)
       .def("__len__", [](const ReceivedBatch& batch) { return batch.messages.size(); });
 }
 

@@ -238,7 +238,8 @@ class ConsumerBase(Generic[Item]):
         """The next fetched batch whole, or None if none arrived within ``timeout``.
 
         A ``Batch`` has ``topic``, ``partition_key``, ``offset`` (where it starts),
-        ``messages()`` and ``arrow_columns()`` (its messages as Arrow buffers, for
+        ``messages()``, ``values()`` (the values as one buffer plus int64 offsets, for
+        numpy and Arrow) and ``arrow_columns()`` (its messages as Arrow buffers, for
         ``tubemq.spark``); ``commit(batch)`` / ``nack(batch)`` settle it (with
         ``auto_commit``, the next poll commits it). Not while ``poll()`` is still handing
         out the messages of an earlier batch."""
