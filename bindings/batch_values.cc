@@ -27,8 +27,9 @@ py::tuple BatchValues(const ReceivedBatch& batch) {
   auto data = py::reinterpret_steal<py::bytes>(
       PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(total)));
   if (!data) throw py::error_already_set();
-  auto offsets = py::reinterpret_steal<py::bytes>(
-      PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>((count + 1) * sizeof(int64_t))));
+  const auto offsets_size = static_cast<py::ssize_t>((count + 1) * sizeof(int64_t));
+  auto offsets =
+      py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, offsets_size));
   if (!offsets) throw py::error_already_set();
   char* out = PyBytes_AS_STRING(data.ptr());
   char* ends = PyBytes_AS_STRING(offsets.ptr());

@@ -54,9 +54,8 @@ IteratorObject* AsIterator(PyObject* self) { return reinterpret_cast<IteratorObj
 PyTypeObject* iterator_type = nullptr;  // made once, when the module is imported
 
 Py_ssize_t Remaining(const CursorObject* cursor) {
-  if (cursor->batch == nullptr || cursor->generation != fork_generation.load(std::memory_order_relaxed)) {
-    return 0;
-  }
+  const bool stale = cursor->generation != fork_generation.load(std::memory_order_relaxed);
+  if (cursor->batch == nullptr || stale) return 0;
   return cursor->count - cursor->next;
 }
 
