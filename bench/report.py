@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.drivers import LABELS
+from bench.drivers import LABELS, NOT_JAVA
 
 MIB = 2**20
 # The ratios shown: (numerator, denominator); ours over Java, and Python over C++.
@@ -29,7 +29,11 @@ in); *consume* reads the value's first byte and its length (Python through a
 zero-copy `memoryview`, C++ a `string_view`, Java `getData()`), and *consume-attrs*
 also reads both attributes (`message.attrs`, the C++ `properties`, Java
 `getAttrValue`); each batch is confirmed after its messages were read (Java tuned: a
-push consumer confirms for itself). *latency* sends at a fixed rate from a second
+push consumer confirms for itself). *consume-batch*: Python takes whole batches
+(`poll_batch()`) and their values as one buffer plus offsets (`Batch.values()`, no
+object per message), reads the first byte and the length of the buffer and commits the
+batch; C++ runs its consume loop (it has batches already); Java has no such path and
+is not run (—). *latency* sends at a fixed rate from a second
 thread with the send time in the payload and takes the delay when the consumer holds
 the message."""
 
@@ -105,6 +109,11 @@ def paired_ratios(runs: list[dict[str, Any]]) -> dict[tuple[str, str, str, str],
                 for figure in ("msg_s", "cpu_s_per_m"):
                     ratios[(workload, figure, a, b)].append(clients[a][figure] / clients[b][figure])
     return {key: _spread(values) for key, values in ratios.items()}
+
+
+def _java_less(workload: str) -> bool:
+    """Whether Java does not run this workload (its mode is the name's first word)."""
+    return workload.split()[0] in NOT_JAVA
 
 
 def _cell(spread: dict[str, float] | None, form: str = ",.0f") -> str:
@@ -191,7 +200,11 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
             "|---|" + "---:|" * len(pairs),
         ]
         for workload in throughput:
-            cells = [_cell(ratios.get((workload, figure, a, b)), ".2f") for a, b in pairs]
+            cells = [
+                "—" if _java_less(workload) and "java" in a + b
+                else _cell(ratios.get((workload, figure, a, b)), ".2f")
+                for a, b in pairs
+            ]  # fmt: skip
             lines.append(f"| {workload} | " + " | ".join(cells) + " |")
     latency = [w for w in workloads if w.startswith("latency")]
     if latency:

@@ -84,8 +84,11 @@ TOPICS = [PRODUCE_TOPIC, LATENCY_TOPIC, *(backlog_topic(size) for size in SIZES)
 
 @dataclass(frozen=True)
 class Workload:
-    mode: str  # produce-sync, produce-async, consume, consume-attrs, latency
+    mode: str  # produce-sync, produce-async, consume, consume-attrs, consume-batch, latency
     size: int
+
+    def runs_on(self, client: str) -> bool:
+        return not (client.startswith("java") and self.mode in drivers.NOT_JAVA)
 
     @property
     def name(self) -> str:
@@ -101,7 +104,7 @@ class Workload:
 def plan(sizes: tuple[int, ...], modes: set[str]) -> list[Workload]:
     workloads = []
     for size in sizes:
-        for mode in ("produce-sync", "produce-async", "consume"):
+        for mode in ("produce-sync", "produce-async", "consume", "consume-batch"):
             workloads.append(Workload(mode, size))
         if size == ATTRS_SIZE:
             workloads.append(Workload("consume-attrs", size))
@@ -183,12 +186,15 @@ def measure(
     runs: list[dict[str, Any]] = []
     startups: dict[str, dict[str, Any]] = {}
     live: dict[str, drivers.Driver] = {}
-    cold = next((w for w in workloads if w.mode == "produce-async"), workloads[0])
     try:
         for client in clients:
             # One at a time, so that no start-up competes with another for the CPUs.
             driver = live[client] = drivers.Driver(client, master, log_config, timeout)
             startups[client] = driver.startup
+            own = [w for w in workloads if w.runs_on(client)]
+            if not own:
+                continue
+            cold = next((w for w in own if w.mode == "produce-async"), own[0])
             record = run_window(driver, cold, settings, settings.window_s, broker)
             record.update(phase="cold", round=0)
             runs.append(record)
@@ -197,13 +203,16 @@ def measure(
             started = time.monotonic()
             while True:  # every workload at least once, then again until warmup_s
                 for workload in workloads:
-                    run_window(live[client], workload, settings, settings.warmup_window_s, 0)
+                    if workload.runs_on(client):
+                        run_window(live[client], workload, settings, settings.warmup_window_s, 0)
                 if time.monotonic() - started >= settings.warmup_s:
                     break
             print(f"{'warm-up':>9} {client}: {time.monotonic() - started:.0f} s", flush=True)
         for round_index in range(1, rounds + 1):
             for index, workload in enumerate(workloads):
                 for client in rotated(clients, round_index + index):
+                    if not workload.runs_on(client):
+                        continue
                     record = run_window(live[client], workload, settings, settings.window_s,
                                         broker)  # fmt: skip
                     record.update(phase="measured", round=round_index)
@@ -234,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--clients", default=",".join(drivers.CLIENTS))
     parser.add_argument(
-        "--modes", default="produce-sync,produce-async,consume,consume-attrs,latency"
+        "--modes",
+        default="produce-sync,produce-async,consume,consume-attrs,consume-batch,latency",
     )
     parser.add_argument(
         "--output",

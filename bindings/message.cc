@@ -17,6 +17,8 @@
 #include <string_view>
 
 #include "arrow_columns.h"
+#include "batch_values.h"
+#include "message.h"
 #include "text.h"
 #include "tubemq/consumer.h"
 
@@ -202,21 +204,32 @@ PyType_Spec message_spec = {
 
 // The messages of `batch_object` (a Batch), one Message each, in order.
 py::list MessagesOf(py::object batch_object) {
-  const ReceivedBatch& batch = batch_object.cast<const ReceivedBatch&>();
+  const ReceivedBatch& batch = BatchData(batch_object.ptr());
   const auto count = static_cast<Py_ssize_t>(batch.messages.size());
   py::list out(count);
   for (Py_ssize_t i = 0; i < count; ++i) {
-    MessageObject* message = PyObject_New(MessageObject, message_type);
+    PyObject* message = NewMessage(batch_object.ptr(), &batch, i);
     if (message == nullptr) throw py::error_already_set();
-    message->batch = batch_object.inc_ref().ptr();
-    message->data = &batch;
-    message->index = i;
-    PyList_SET_ITEM(out.ptr(), i, reinterpret_cast<PyObject*>(message));  // steals it
+    PyList_SET_ITEM(out.ptr(), i, message);  // steals it
   }
   return out;
 }
 
 }  // namespace
+
+PyObject* NewMessage(PyObject* batch, const ReceivedBatch* data, Py_ssize_t index) {
+  MessageObject* message = PyObject_New(MessageObject, message_type);
+  if (message == nullptr) return nullptr;
+  Py_INCREF(batch);
+  message->batch = batch;
+  message->data = data;
+  message->index = index;
+  return reinterpret_cast<PyObject*>(message);
+}
+
+const ReceivedBatch& BatchData(PyObject* batch) {
+  return py::handle(batch).cast<const ReceivedBatch&>();
+}
 
 void RegisterMessages(py::module_& module) {
   PyObject* type = PyType_FromSpec(&message_spec);
@@ -239,6 +252,7 @@ void RegisterMessages(py::module_& module) {
       .def("arrow_columns", &ArrowColumns,
            "The messages as Arrow buffers (see tubemq.spark._arrow), without a Python "
            "object per message.")
+      .def("values", &BatchValues, kBatchValuesDoc)
       .def("__len__", [](const ReceivedBatch& batch) { return batch.messages.size(); });
 }
 

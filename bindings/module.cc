@@ -12,6 +12,7 @@ void RegisterLogging(py::module_& module);
 void RegisterService(py::module_& module);
 void RegisterProducer(py::module_& module);
 void RegisterMessages(py::module_& module);
+void RegisterMessageCursor(py::module_& module);
 void RegisterConsumer(py::module_& module);
 void RegisterInLong(py::module_& module);
 void RegisterNames(py::module_& module);
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterService(module);
   tubemq::bindings::RegisterProducer(module);
   tubemq::bindings::RegisterMessages(module);
+  tubemq::bindings::RegisterMessageCursor(module);
   tubemq::bindings::RegisterConsumer(module);
   tubemq::bindings::RegisterInLong(module);
   tubemq::bindings::RegisterNames(module);

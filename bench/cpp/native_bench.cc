@@ -438,6 +438,9 @@ int main(int argc, char** argv) {
       else if (args.mode == "produce-async") result = Produce(args, *producer, true);
       else if (args.mode == "consume") result = Consume(args, false);
       else if (args.mode == "consume-attrs") result = Consume(args, true);
+      // Python's consume-batch reads whole batches (poll_batch + values()); this loop
+      // already does, so it is the same work.
+      else if (args.mode == "consume-batch") result = Consume(args, false);
       else if (args.mode == "latency") result = Latency(args, *producer);
       else throw WindowError{"unknown mode " + args.mode};
       answer = ToJson(result);

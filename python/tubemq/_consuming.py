@@ -35,14 +35,17 @@ A message counts as handed out once its last record is. So:
 * ``poll_batch()`` hands out raw batches whatever ``decode`` says.
 
 Everything runs on the caller's thread: ``poll()`` blocks in C++ with the GIL released
-and wakes as soon as a partition is ready.
+and wakes as soon as a partition is ready. The messages of the batch at hand are handed
+out by a native cursor (``_core.MessageCursor``): ``poll()`` takes one in a single C
+call, and ``for message in consumer`` is one native ``__next__`` per message until the
+batch runs out (issue 18).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Union
 
@@ -81,6 +84,11 @@ def _wait_s(timeout: object, name: str = "timeout") -> float:
         return timeout
     checked = check_timeout(timeout, name, allow_none=True, allow_zero=True)
     return MAX_TIMEOUT_S if checked is None else checked
+
+
+def _no_message(timeout: object) -> None:
+    """poll()'s first try with decode="inlongmsg": records are not in the cursor."""
+    return None
 
 
 def _check_keys(partition_keys: object, name: str = "partition_keys") -> list[str]:
@@ -134,9 +142,15 @@ class ConsumerBase(Generic[Item]):
         self._pid = _lifecycle.process_pid
         self._auto_commit: bool = config["auto_commit"]
         self._native: _core.Consumer | None = native
-        self._pending: list[Message] = []  # of the batch being handed out, reversed
+        # The batch being handed out and the next message of it. poll() tries it first
+        # (_take: one C call that also accepts only a plain timeout); with decode, records
+        # are handed out instead, so poll() has no message to take.
+        self._cursor = _core.MessageCursor(MAX_TIMEOUT_S)
         self._decode = config["decode"] == "inlongmsg"
         self._skip_bad_packs = config["decode_errors"] == "skip"
+        self._take: Callable[[object], Message | None] = (
+            _no_message if self._decode else self._cursor.take
+        )
         self._records: list[ConsumedRecord] = []  # of the pack being handed out, reversed
         self._decode_errors = 0
         self._deferred: PackDecodeError | None = None  # for the poll after a consume()
@@ -160,27 +174,37 @@ class ConsumerBase(Generic[Item]):
         """The next message (with ``decode="inlongmsg"``: the next record), or None if
         none arrived within ``timeout`` seconds (0: do not wait; None: wait until one
         arrives)."""
-        timeout = _wait_s(timeout)
+        # The hot path: a message of the batch at hand, for a plain timeout. The cursor
+        # is cleared by close() and hands out nothing after a fork(), so the checks of
+        # _live() are left to the slow path.
+        message = self._take(timeout)
+        if message is not None:
+            return message  # type: ignore[return-value]
+        return self._poll_slowly(timeout)
+
+    def _poll_slowly(self, timeout: object) -> Item | None:
+        """poll() without a message at hand (or with a timeout to check, or records)."""
+        wait = _wait_s(timeout)
         if self._decode:
-            return self._poll_record(timeout)  # type: ignore[return-value]
-        return self._poll_message(timeout)  # type: ignore[return-value]
+            return self._poll_record(wait)  # type: ignore[return-value]
+        return self._poll_message(wait)  # type: ignore[return-value]
 
     def _poll_message(self, timeout: float) -> Message | None:
-        if self._pending and self._native is not None and self._pid == _lifecycle.process_pid:
-            return self._pending.pop()  # the batch at hand: no native call needed
+        message = self._cursor.take(timeout)
+        if message is not None:
+            return message
         native = self._live()
-        if not self._pending:
-            if self._auto_commit:
-                self._commit_outstanding(native)
-            batch = native.poll(timeout)
-            self._after_fetch(native)
-            if batch is None:
-                self._warn_if_waiting_for_commits()
-                return None
-            self._track(batch)
-            self._pending = batch.messages()
-            self._pending.reverse()
-        return self._pending.pop()
+        if self._auto_commit:
+            self._commit_outstanding(native)
+        batch = native.poll(timeout)
+        self._after_fetch(native)
+        if batch is None:
+            self._warn_if_waiting_for_commits()
+            return None
+        self._track(batch)
+        self._cursor.load(batch)
+        # None for a batch left empty by local filtering: nothing arrived to hand out.
+        return self._cursor.take(0)
 
     def _poll_record(self, timeout: float) -> ConsumedRecord | None:
         records = self._records
@@ -214,7 +238,8 @@ class ConsumerBase(Generic[Item]):
         """The next fetched batch whole, or None if none arrived within ``timeout``.
 
         A ``Batch`` has ``topic``, ``partition_key``, ``offset`` (where it starts),
-        ``messages()`` and ``arrow_columns()`` (its messages as Arrow buffers, for
+        ``messages()``, ``values()`` (the values as one buffer plus int64 offsets, for
+        numpy and Arrow) and ``arrow_columns()`` (its messages as Arrow buffers, for
         ``tubemq.spark``); ``commit(batch)`` / ``nack(batch)`` settle it (with
         ``auto_commit``, the next poll commits it). Not while ``poll()`` is still handing
         out the messages of an earlier batch."""
@@ -264,10 +289,22 @@ class ConsumerBase(Generic[Item]):
         return messages
 
     def __iter__(self) -> Iterator[Item]:
+        """Every message (record), endlessly: the batch at hand is handed out natively,
+        one C call per message; then ``poll(1.0)`` until a message comes. Exceptions of
+        poll() (KeyboardInterrupt, a closed or forked consumer) end the loop."""
+        if self._decode:
+            return self._records_forever()
+        return self._cursor.iterate(self._poll_a_second)  # type: ignore[return-value]
+
+    def _poll_a_second(self) -> Message | None:
+        # Without decode only (see __iter__), where poll() hands out messages.
+        return self.poll(1.0)  # type: ignore[return-value]
+
+    def _records_forever(self) -> Iterator[Item]:
         while True:
-            message = self.poll(1.0)
-            if message is not None:
-                yield message
+            record = self.poll(1.0)
+            if record is not None:
+                yield record
 
     def commit(self, message: Committable | None = None) -> None:
         """Marks ``message`` and every earlier message of its batch as processed; the
@@ -340,7 +377,7 @@ class ConsumerBase(Generic[Item]):
             **counters,
             "decode_errors": self._decode_errors,
             "assigned": len(native.held_partitions()),
-            "in_flight": len(self._pending),
+            "in_flight": len(self._cursor),
             "lag": {key: item["lag"] for key, item in self.offsets().items()},
         }
 
@@ -377,7 +414,7 @@ class ConsumerBase(Generic[Item]):
             # consumer leaves: delivered again to the group's next reader.
         finally:
             self._native = None
-            self._pending = []
+            self._cursor.clear()
             self._records = []
             self._deferred = None
             _lifecycle.untrack(self)
@@ -400,7 +437,7 @@ class ConsumerBase(Generic[Item]):
 
     def _buffered(self) -> bool:
         """Whether the next poll() can return a message (record) without waiting."""
-        return bool(self._pending or self._records)
+        return bool(len(self._cursor) or self._records)
 
     # --- for subclasses ---
 
@@ -453,9 +490,8 @@ class ConsumerBase(Generic[Item]):
         still being handed out."""
         context = entry.batch.confirm_context
         handed_out = entry.size
-        pending = self._pending
-        if pending and pending[0].confirm_context == context:
-            handed_out -= len(pending)
+        if self._cursor.batch is entry.batch:
+            handed_out -= len(self._cursor)
         records = self._records
         if records and records[0].message.confirm_context == context:
             handed_out -= 1
@@ -480,9 +516,9 @@ class ConsumerBase(Generic[Item]):
 
     def _confirm(self, native: _core.Consumer, context: str, consumed: bool) -> None:
         """Confirms (or rolls back) an outstanding batch and forgets it here."""
-        del self._outstanding[context]
-        if not consumed and self._pending and self._pending[0].confirm_context == context:
-            self._pending = []  # rolled back: those messages come again with the batch
+        entry = self._outstanding.pop(context)
+        if not consumed and self._cursor.batch is entry.batch:
+            self._cursor.clear()  # rolled back: those messages come again with the batch
         if not consumed and self._records and self._records[0].message.confirm_context == context:
             self._records = []
         self._remember(context, consumed)

@@ -1,7 +1,7 @@
 """Type stubs of the private native module ``tubemq._core`` (use the ``tubemq`` package)."""
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, final
 
 __version__: str
 
@@ -171,7 +171,33 @@ class Batch:
     def arrow_columns(
         self,
     ) -> tuple[int, _Column, bytes, _Column, _Column, tuple[bytes, _Column, _Column]]: ...
+    def values(self) -> tuple[memoryview, memoryview]:
+        """(data, offsets): the values concatenated, and len(batch) + 1 int64 offsets
+        (format 'q'); value i is data[offsets[i]:offsets[i + 1]]."""
     def __len__(self) -> int: ...
+
+@final
+class MessageCursor:
+    """The batch a consumer hands out and the next message of it; len() is how many are
+    left (0 after a fork(): a cursor hands out nothing in the child)."""
+
+    def __new__(cls, max_timeout: float) -> MessageCursor: ...
+    @property
+    def batch(self) -> Batch | None: ...
+    def load(self, batch: Batch, /) -> None: ...
+    def clear(self) -> None: ...
+    def take(self, timeout: object, /) -> Message | None:
+        """The next message; None when none is left or ``timeout`` is not None or an int
+        or float from 0 to max_timeout."""
+    def iterate(self, refill: Callable[[], Message | None], /) -> MessageIterator: ...
+    def __len__(self) -> int: ...
+
+@final
+class MessageIterator:
+    """Endless: the cursor's messages, then ``refill()`` until it returns a message."""
+
+    def __iter__(self) -> MessageIterator: ...
+    def __next__(self) -> Message: ...
 
 class PartitionMeta:
     """A partition of the subscribed topics, as the master lists it."""

@@ -1,0 +1,19 @@
+// What other binding files need of message.cc: making a Message. The Message type is
+// made in one place (message.cc); others only ask for instances.
+#pragma once
+
+#include <Python.h>
+
+#include "tubemq/consumer.h"
+
+namespace tubemq::bindings {
+
+// A new Message (a new reference) for message `index` of `data`, which is the C++ object
+// of the Batch `batch`; the message holds a reference to `batch`. NULL with a Python
+// error set when out of memory.
+PyObject* NewMessage(PyObject* batch, const ReceivedBatch* data, Py_ssize_t index);
+
+// The C++ object of a Batch; throws pybind11::cast_error for anything else.
+const ReceivedBatch& BatchData(PyObject* batch);
+
+}  // namespace tubemq::bindings

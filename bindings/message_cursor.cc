@@ -1,0 +1,303 @@
+// tubemq._core.MessageCursor: the batch a consumer is handing out, and where it is in it.
+// poll() takes the next message in one C call, and `for message in consumer` is one
+// tp_iternext per message (MessageIterator, below) while the batch lasts (issue 18):
+// Python-level code per message (a generator, poll(), a timeout check, list.pop()) cost
+// more than the whole rest of the hand-out. Each Message is made when it is handed out,
+// not a list of them up front.
+//
+// A cursor belongs to one process: loaded before a fork(), it hands out nothing in the
+// child (the child's consumer then raises ForkedClientError on its slow path). A fork
+// is noticed through a counter bumped by a pthread_atfork handler, so that taking a
+// message costs no getpid() call.
+//
+// Plain CPython types, like Message (message.cc), for the same reason: per-call
+// pybind11 dispatch would be most of the cost being removed.
+#include <pthread.h>
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <stdexcept>
+
+#include "message.h"
+
+namespace py = pybind11;
+
+namespace tubemq::bindings {
+namespace {
+
+// Bumped in the child after every fork(); a cursor loaded under another value is stale.
+std::atomic<unsigned long> fork_generation{0};
+
+void NoteForkInChild() { fork_generation.fetch_add(1, std::memory_order_relaxed); }
+
+struct CursorObject {
+  PyObject_HEAD
+  PyObject* batch;            // the Batch at hand (strong reference), or NULL
+  const ReceivedBatch* data;  // its C++ object
+  Py_ssize_t next;            // index of the next message to hand out
+  Py_ssize_t count;           // messages in the batch
+  unsigned long generation;   // fork_generation when loaded
+  double max_timeout;         // take(): the largest timeout handled here
+};
+
+CursorObject* AsCursor(PyObject* self) { return reinterpret_cast<CursorObject*>(self); }
+
+// What MessageCursor.iterate() returns: `for message in consumer` (below).
+struct IteratorObject {
+  PyObject_HEAD
+  PyObject* cursor;  // a MessageCursor (strong reference)
+  PyObject* refill;  // the facade's slow path: a message or None (strong reference)
+};
+
+IteratorObject* AsIterator(PyObject* self) { return reinterpret_cast<IteratorObject*>(self); }
+
+PyTypeObject* iterator_type = nullptr;  // made once, when the module is imported
+
+Py_ssize_t Remaining(const CursorObject* cursor) {
+  const bool stale = cursor->generation != fork_generation.load(std::memory_order_relaxed);
+  if (cursor->batch == nullptr || stale) return 0;
+  return cursor->count - cursor->next;
+}
+
+// The next message (a new reference), or NULL: without an error set when none is left.
+PyObject* Take(CursorObject* cursor) {
+  if (Remaining(cursor) == 0) return nullptr;
+  PyObject* message = NewMessage(cursor->batch, cursor->data, cursor->next);
+  if (message != nullptr) ++cursor->next;
+  return message;
+}
+
+void Clear(CursorObject* cursor) {
+  PyObject* batch = cursor->batch;
+  cursor->batch = nullptr;
+  cursor->data = nullptr;
+  cursor->next = cursor->count = 0;
+  Py_XDECREF(batch);  // last: dropping the batch may run arbitrary code
+}
+
+// poll()'s timeout in the form its fast path takes without a Python-level check: None,
+// or an int or float (bool excluded) from 0 to max_timeout. Anything else goes to the
+// facade's slow path, which raises the typed error for it.
+bool PlainTimeout(PyObject* timeout, double max_timeout) {
+  if (timeout == Py_None) return true;
+  if (PyFloat_CheckExact(timeout)) {
+    const double seconds = PyFloat_AS_DOUBLE(timeout);
+    return seconds >= 0 && seconds <= max_timeout;  // false for NaN
+  }
+  if (PyLong_CheckExact(timeout)) {
+    int overflow = 0;
+    const long long seconds = PyLong_AsLongLongAndOverflow(timeout, &overflow);
+    return overflow == 0 && seconds >= 0 && static_cast<double>(seconds) <= max_timeout;
+  }
+  return false;
+}
+
+PyObject* CursorNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"max_timeout", nullptr};
+  double max_timeout = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d:MessageCursor", const_cast<char**>(keywords),
+                                   &max_timeout)) {
+    return nullptr;
+  }
+  PyObject* self = type->tp_alloc(type, 0);  // zero-filled: no batch
+  if (self == nullptr) return nullptr;
+  AsCursor(self)->max_timeout = max_timeout;
+  return self;
+}
+
+void CursorDealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  Clear(AsCursor(self));
+  type->tp_free(self);
+  Py_DECREF(type);  // instances of a heap type hold a reference to it
+}
+
+PyObject* CursorLoad(PyObject* self, PyObject* batch) {
+  const ReceivedBatch* data = nullptr;
+  try {
+    data = &BatchData(batch);
+  } catch (const py::cast_error&) {
+    PyErr_Format(PyExc_TypeError, "load() takes a Batch, got %s", Py_TYPE(batch)->tp_name);
+    return nullptr;
+  }
+  CursorObject* cursor = AsCursor(self);
+  PyObject* previous = cursor->batch;
+  Py_INCREF(batch);
+  cursor->batch = batch;
+  cursor->data = data;
+  cursor->next = 0;
+  cursor->count = static_cast<Py_ssize_t>(data->messages.size());
+  cursor->generation = fork_generation.load(std::memory_order_relaxed);
+  Py_XDECREF(previous);
+  Py_RETURN_NONE;
+}
+
+PyObject* CursorClear(PyObject* self, PyObject*) {
+  Clear(AsCursor(self));
+  Py_RETURN_NONE;
+}
+
+PyObject* CursorTake(PyObject* self, PyObject* timeout) {
+  CursorObject* cursor = AsCursor(self);
+  if (PlainTimeout(timeout, cursor->max_timeout)) {
+    if (PyObject* message = Take(cursor)) return message;
+    if (PyErr_Occurred()) return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* CursorIterate(PyObject* self, PyObject* refill) {
+  if (!PyCallable_Check(refill)) {
+    PyErr_Format(PyExc_TypeError, "iterate() takes a callable, got %s", Py_TYPE(refill)->tp_name);
+    return nullptr;
+  }
+  PyObject* iterator = PyType_GenericAlloc(iterator_type, 0);
+  if (iterator == nullptr) return nullptr;
+  Py_INCREF(self);
+  Py_INCREF(refill);
+  AsIterator(iterator)->cursor = self;
+  AsIterator(iterator)->refill = refill;
+  return iterator;
+}
+
+Py_ssize_t CursorLength(PyObject* self) { return Remaining(AsCursor(self)); }
+
+PyObject* GetBatch(PyObject* self, void*) {
+  PyObject* batch = AsCursor(self)->batch;
+  if (batch == nullptr) batch = Py_None;
+  Py_INCREF(batch);
+  return batch;
+}
+
+PyMethodDef cursor_methods[] = {
+    {"load", CursorLoad, METH_O,
+     PyDoc_STR("load($self, batch, /)\n--\n\nHands out `batch` from its first message on, "
+               "in place of the batch at hand.")},
+    {"clear", CursorClear, METH_NOARGS,
+     PyDoc_STR("clear($self, /)\n--\n\nDrops the batch at hand: nothing is left to hand out.")},
+    {"take", CursorTake, METH_O,
+     PyDoc_STR("take($self, timeout, /)\n--\n\nThe next message of the batch at hand; None "
+               "when none is left, after a fork(), or when `timeout` is not None or an int "
+               "or float from 0 to max_timeout (the caller's slow path checks it).")},
+    {"iterate", CursorIterate, METH_O,
+     PyDoc_STR("iterate($self, refill, /)\n--\n\nAn endless iterator: the messages of the "
+               "batch at hand, and when none is left, refill() until it returns a message "
+               "(None: try again). Exceptions of refill() propagate.")},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef cursor_fields[] = {
+    {"batch", GetBatch, nullptr, "The batch at hand (its messages maybe all handed out), or None.",
+     nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyType_Slot cursor_slots[] = {
+    {Py_tp_doc, const_cast<char*>("MessageCursor(max_timeout)\n--\n\nThe batch a consumer "
+                                  "hands out and the next message of it; len() is how many "
+                                  "are left.")},
+    {Py_tp_new, reinterpret_cast<void*>(CursorNew)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(CursorDealloc)},
+    {Py_tp_methods, cursor_methods},
+    {Py_tp_getset, cursor_fields},
+    {Py_mp_length, reinterpret_cast<void*>(CursorLength)},
+    {0, nullptr},
+};
+
+// Not GC-tracked: it holds only a Batch, which holds no Python object.
+PyType_Spec cursor_spec = {
+    "tubemq._core.MessageCursor", sizeof(CursorObject), 0, Py_TPFLAGS_DEFAULT, cursor_slots,
+};
+
+// --- MessageIterator: `for message in consumer` ---------------------------------------
+
+PyObject* IteratorNext(PyObject* self) {
+  IteratorObject* iterator = AsIterator(self);
+  // Held across refill(), which may run any Python code, drop the iterator's own
+  // references (tp_clear) included.
+  PyObject* cursor = iterator->cursor;
+  PyObject* refill = iterator->refill;
+  if (cursor == nullptr || refill == nullptr) return nullptr;  // cleared: exhausted
+  Py_INCREF(cursor);
+  Py_INCREF(refill);
+  PyObject* message = nullptr;
+  for (;;) {
+    message = Take(AsCursor(cursor));
+    if (message != nullptr || PyErr_Occurred()) break;
+    message = PyObject_CallNoArgs(refill);  // waits with the GIL released, checks signals
+    if (message != Py_None) break;          // a message, or NULL with the error set
+    Py_DECREF(message);
+  }
+  Py_DECREF(refill);
+  Py_DECREF(cursor);
+  return message;
+}
+
+int IteratorTraverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(AsIterator(self)->cursor);
+  Py_VISIT(AsIterator(self)->refill);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+int IteratorClear(PyObject* self) {
+  Py_CLEAR(AsIterator(self)->cursor);
+  Py_CLEAR(AsIterator(self)->refill);
+  return 0;
+}
+
+void IteratorDealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  IteratorClear(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+PyType_Slot iterator_slots[] = {
+    {Py_tp_doc, const_cast<char*>("The messages a consumer hands out, endlessly "
+                                  "(MessageCursor.iterate).")},
+    {Py_tp_dealloc, reinterpret_cast<void*>(IteratorDealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(IteratorTraverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(IteratorClear)},
+    {Py_tp_iter, reinterpret_cast<void*>(PyObject_SelfIter)},
+    {Py_tp_iternext, reinterpret_cast<void*>(IteratorNext)},
+    {0, nullptr},
+};
+
+// GC-tracked: refill is a bound method of the consumer, which user code may make hold
+// the iterator.
+#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
+constexpr unsigned kIteratorFlags =
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+#else
+constexpr unsigned kIteratorFlags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+#endif
+
+PyType_Spec iterator_spec = {
+    "tubemq._core.MessageIterator", sizeof(IteratorObject), 0, kIteratorFlags, iterator_slots,
+};
+
+PyTypeObject* MakeType(PyType_Spec* spec, const char* name, py::module_& module) {
+  PyObject* type = PyType_FromSpec(spec);
+  if (type == nullptr) throw py::error_already_set();
+  module.add_object(name, py::reinterpret_borrow<py::object>(type));
+  // The module keeps the type alive for as long as the process runs; the pointer
+  // borrows that reference.
+  Py_DECREF(type);
+  return reinterpret_cast<PyTypeObject*>(type);
+}
+
+}  // namespace
+
+void RegisterMessageCursor(py::module_& module) {
+  MakeType(&cursor_spec, "MessageCursor", module);
+  iterator_type = MakeType(&iterator_spec, "MessageIterator", module);
+  iterator_type->tp_new = nullptr;  // what DISALLOW_INSTANTIATION does, for Python 3.9
+  static const bool registered = [] {
+    return pthread_atfork(nullptr, nullptr, NoteForkInChild) == 0;
+  }();
+  if (!registered) throw std::runtime_error("pthread_atfork failed");
+}
+
+}  // namespace tubemq::bindings
