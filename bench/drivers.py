@@ -34,9 +34,11 @@ LABELS = {
     "java-default": "Java, default",
     "java-tuned": "Java, tuned",
 }
-# Modes the Java client has no counterpart of, so Java is not run for them: consume-batch
-# is our batch path (Batch.values()); the Java client hands out message objects only.
-NOT_JAVA = frozenset({"consume-batch"})
+# Modes Java is not run for: consume-batch is our batch path (Batch.values(); the Java
+# client hands out message objects only); latency-tuned is our tuning (Java tuned runs
+# its own under "latency"); idle waits in our poll, where a Java pull consumer needs a
+# loop of the user's own.
+NOT_JAVA = frozenset({"consume-batch", "latency-tuned", "idle"})
 # The tuned JVM: a fixed heap (no resizing while measured) and the throughput
 # collector; the client settings are in JavaBench.TUNED (the driver reports them).
 JAVA_TUNED_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseParallelGC")

@@ -33,6 +33,7 @@ import tubemq
 
 _STAMP = struct.Struct("<q")  # the send time in a latency payload's first 8 bytes
 ATTRS = {"region": "eu-west", "tenant": "bench"}  # the two attributes of the backlog
+PARTITIONS = 4  # of every bench topic (bench/runner.py)
 
 
 def _cpu_seconds() -> float:
@@ -93,8 +94,10 @@ class Driver:
             return self._consume(mode == "consume-attrs", topic, seconds, max_count)
         if mode == "consume-batch":
             return self._consume_batches(topic, seconds, max_count)
-        if mode == "latency":
-            return self._latency(size, topic, seconds, rate)
+        if mode in ("latency", "latency-tuned"):
+            return self._latency(size, topic, seconds, rate, tuned=mode == "latency-tuned")
+        if mode == "idle":
+            return self._idle(topic, seconds)
         raise ValueError(f"unknown mode {mode}")
 
     def _produce(self, asynchronous: bool, size: int, topic: str, seconds: float,
@@ -192,7 +195,7 @@ class Driver:
             raise RuntimeError("no batch after the first")
         return {"count": count, "bytes": total, "elapsed_s": elapsed, "cpu_s": cpu}
 
-    def _latency(self, size: int, topic: str, seconds: float, rate: float) -> dict:
+    def _latency(self, size: int, topic: str, seconds: float, rate: float, tuned: bool) -> dict:
         payloads = [bytearray(p) for p in _payloads(size)]
         count, period = max(1, int(seconds * rate)), 1.0 / rate
         latencies: list[float] = []
@@ -203,7 +206,7 @@ class Driver:
             topics=[topic],
             consume_from="latest",
             heartbeat_period_ms=1000,
-            msg_not_found_wait_ms=LATENCY_NOT_FOUND_WAIT_MS,
+            **({"msg_not_found_wait_ms": TUNED_NOT_FOUND_WAIT_MS} if tuned else {}),
         ) as consumer:
             # Sends made before the group owns every partition could land where nobody
             # reads yet.
@@ -251,11 +254,30 @@ class Driver:
         return {"count": len(latencies), "bytes": total, "elapsed_s": elapsed, "cpu_s": cpu,
                 "latency_ms": _quantiles(latencies)}  # fmt: skip
 
+    def _idle(self, topic: str, seconds: float) -> dict:
+        """A consumer of a new group on a topic nobody writes, polled all along as an
+        application waiting for data polls: what waiting costs client and broker."""
+        with tubemq.Consumer(
+            master=self.master, group=self._group(), topics=[topic], heartbeat_period_ms=1000
+        ) as consumer:
+            deadline = time.monotonic() + 60
+            while len(consumer.assignment()) < PARTITIONS:  # joining is not measured
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the consumer never held every partition")
+                consumer.poll(0.1)
+            count, cpu_before, started = 0, _cpu_seconds(), time.perf_counter()
+            end = started + seconds
+            while (left := end - time.perf_counter()) > 0:
+                if consumer.poll(min(left, 1.0)) is not None:
+                    count += 1
+            elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_before
+        return {"count": count, "bytes": 0, "elapsed_s": elapsed, "cpu_s": cpu}
 
-# Latency windows poll a partition with no new data again after this rest (the default
-# of 400 ms is a throughput setting: it alone would put p50 in the hundreds of ms). The
-# same value is given to every client; bench/runner.py names it in the report.
-LATENCY_NOT_FOUND_WAIT_MS = 5
+
+# latency-tuned: the ceiling of the rest after "nothing new" that a user after low
+# latency sets (Java's tuned latency consumer rests 10 ms too); "latency" runs every
+# client with its defaults. bench/runner.py names both in the report.
+TUNED_NOT_FOUND_WAIT_MS = 10
 
 
 def serve(master: str, commands, answers) -> None:

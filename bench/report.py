@@ -35,7 +35,7 @@ object per message), reads the first byte and the length of the buffer and commi
 batch; C++ runs its consume loop (it has batches already); Java has no such path and
 is not run (—). *latency* sends at a fixed rate from a second
 thread with the send time in the payload and takes the delay when the consumer holds
-the message."""
+the message. *idle* polls a consumer that has nothing to read."""
 
 
 def size_label(size: int) -> str:
@@ -45,14 +45,17 @@ def size_label(size: int) -> str:
 def figures(record: dict[str, Any]) -> dict[str, float]:
     """msg/s, MiB/s, CPU seconds per million messages (client and broker) of a window."""
     elapsed, count = record["elapsed_s"], record["count"]
+    per_message = max(count, 1)  # an idle window has no message
     out = {
         "msg_s": count / elapsed,
         "mib_s": record["bytes"] / MIB / elapsed,
-        "cpu_s_per_m": record["cpu_s"] / count * 1e6,
+        "cpu_s_per_m": record["cpu_s"] / per_message * 1e6,
+        "cpu_pct": record["cpu_s"] / elapsed * 100,  # of one core
         "rss_mib": record.get("peak_rss_mib", 0.0),
     }
     if "broker_cpu_s" in record:
-        out["broker_cpu_s_per_m"] = record["broker_cpu_s"] / count * 1e6
+        out["broker_cpu_s_per_m"] = record["broker_cpu_s"] / per_message * 1e6
+        out["broker_cpu_pct"] = record["broker_cpu_s"] / elapsed * 100
     return out
 
 
@@ -105,7 +108,7 @@ def paired_ratios(runs: list[dict[str, Any]]) -> dict[tuple[str, str, str, str],
     ratios: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for (workload, _), clients in by_round.items():
         for a, b in PAIRS:
-            if a in clients and b in clients:
+            if a in clients and b in clients and clients[b]["msg_s"] and clients[a]["msg_s"]:
                 for figure in ("msg_s", "cpu_s_per_m"):
                     ratios[(workload, figure, a, b)].append(clients[a][figure] / clients[b][figure])
     return {key: _spread(values) for key, values in ratios.items()}
@@ -125,7 +128,7 @@ def _cell(spread: dict[str, float] | None, form: str = ",.0f") -> str:
 def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     table, ratios = summarize(runs), paired_ratios(runs)
     workloads = list(dict.fromkeys(r["workload"] for r in runs if r["phase"] == "measured"))
-    throughput = [w for w in workloads if not w.startswith("latency")]
+    throughput = [w for w in workloads if not w.startswith(("latency", "idle"))]
     clients = [c for c in LABELS if any(key[1] == c for key in table)]
     settings = meta["settings"]
     tuned = meta["java_tuned"]
@@ -211,20 +214,43 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         lat = meta["latency"]
         lines += [
             "",
-            f"End-to-end latency, produce to consume, {lat['rate']:.0f} msg/s of 1 KiB for "
-            f"{settings['latency_s']:.0f} s per window (every client msg_not_found_wait_ms="
-            f"{lat['msg_not_found_wait_ms']}); medians over the rounds, (min-max):",
+            f"End-to-end latency, produce to consume, 1 KiB at a fixed rate for "
+            f"{settings['latency_s']:.0f} s per window (latency: every client with its "
+            f"defaults, Java tuned with its latency settings; latency-tuned: ours with "
+            f"msg_not_found_wait_ms={lat['tuned_msg_not_found_wait_ms']}); medians over "
+            "the rounds, (min-max); CPU as % of one core over the window:",
             "",
-            "| client | p50 ms | p95 ms | p99 ms | p99.9 ms | max ms | CPU s/M msgs |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| workload | client | p50 ms | p95 ms | p99 ms | p99.9 ms | max ms | client CPU % "
+            "| broker CPU % |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for workload in latency:
+            for client in clients:
+                row = table.get((workload, client))
+                if row:
+                    lines.append(
+                        f"| {workload} | {LABELS[client]} | "
+                        + " | ".join(_cell(row[q], ".2f") for q in ("p50", "p95", "p99", "p999"))
+                        + f" | {_cell(row['max'], '.1f')} | {_cell(row['cpu_pct'], '.1f')} | "
+                        f"{_cell(row.get('broker_cpu_pct'), '.1f')} |"
+                    )
+    idle = [w for w in workloads if w == "idle"]
+    if idle:
+        lines += [
+            "",
+            f"Idle cost: one consumer of a new group holding the 4 partitions of a topic "
+            f"nobody writes, polled all along for {settings['idle_s']:.0f} s with default "
+            "settings (after its join); CPU as % of one core:",
+            "",
+            "| client | client CPU % | broker CPU % |",
+            "|---|---:|---:|",
         ]
         for client in clients:
-            row = table.get((latency[0], client))
+            row = table.get(("idle", client))
             if row:
                 lines.append(
-                    f"| {LABELS[client]} | "
-                    + " | ".join(_cell(row[q], ".1f") for q in ("p50", "p95", "p99", "p999"))
-                    + f" | {_cell(row['max'], '.1f')} | {_cell(row['cpu_s_per_m'], '.1f')} |"
+                    f"| {LABELS[client]} | {_cell(row['cpu_pct'], '.2f')} | "
+                    f"{_cell(row.get('broker_cpu_pct'), '.2f')} |"
                 )
     cold = [r for r in runs if r["phase"] == "cold"]
     if cold:
@@ -254,7 +280,9 @@ def chart(path: Path, runs: list[dict[str, Any]]) -> None:
     import matplotlib.pyplot as plt
 
     table = summarize(runs)
-    workloads = [w for w in dict.fromkeys(w for w, _ in table) if not w.startswith("latency")]
+    workloads = [
+        w for w in dict.fromkeys(w for w, _ in table) if not w.startswith(("latency", "idle"))
+    ]
     clients = [c for c in LABELS if any((w, c) in table for w in workloads)]
     fig, axes = plt.subplots(2, 1, figsize=(13, 8), sharex=True)
     width = 0.8 / max(1, len(clients))

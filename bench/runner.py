@@ -31,8 +31,11 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SIZES = (100, 1024, 10240)
 PRODUCE_TOPIC = "bench_produce"
 LATENCY_TOPIC = "bench_latency"
-LATENCY_RATE = 1000.0
-LATENCY_NOT_FOUND_WAIT_MS = 5  # every driver's latency setting (bench/py_worker.py)
+IDLE_TOPIC = "bench_idle"  # written by nobody: an idle consumer waits on it
+LATENCY_RATES = (1000.0, 10000.0)
+# latency: every client with its defaults (Java tuned: its latency settings);
+# latency-tuned: ours with this ceiling on the rest after "nothing new" (py_worker.py).
+TUNED_NOT_FOUND_WAIT_MS = 10
 ATTRS_SIZE = 1024  # the size whose backlog is also read with its attributes
 LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="WARN">
@@ -51,7 +54,8 @@ class Settings:
     window_max: int  # ... or after this many messages
     warmup_s: float  # untimed, per client, in its own process
     warmup_window_s: float
-    latency_s: float  # a latency window: LATENCY_RATE msg/s for this long
+    latency_s: float  # a latency window: its rate for this long
+    idle_s: float  # an idle window: one consumer waiting on an empty topic
     backlog: dict[int, int]  # messages per value size, read by every consume window
 
 
@@ -61,6 +65,7 @@ FULL = Settings(
     warmup_s=10.0,
     warmup_window_s=2.0,
     latency_s=10.0,
+    idle_s=60.0,
     # A consume window reads up to window_max, or for window_s: the backlog holds the
     # larger of the two at the fastest client's rate (~2 GB in all, written once).
     backlog={100: 2_000_000, 1024: 1_000_000, 10240: 150_000},
@@ -71,6 +76,7 @@ QUICK = Settings(
     warmup_s=2.0,
     warmup_window_s=0.5,
     latency_s=2.0,
+    idle_s=3.0,
     backlog={100: 400_000, 1024: 200_000, 10240: 40_000},
 )
 
@@ -79,26 +85,32 @@ def backlog_topic(size: int) -> str:
     return f"bench_backlog_{size}"
 
 
-TOPICS = [PRODUCE_TOPIC, LATENCY_TOPIC, *(backlog_topic(size) for size in SIZES)]
+TOPICS = [PRODUCE_TOPIC, LATENCY_TOPIC, IDLE_TOPIC, *(backlog_topic(size) for size in SIZES)]
 
 
 @dataclass(frozen=True)
 class Workload:
-    mode: str  # produce-sync, produce-async, consume, consume-attrs, consume-batch, latency
+    mode: str  # produce-*, consume, consume-attrs, consume-batch, latency*, idle
     size: int
+    rate: float = 0.0  # latency: messages per second
 
     def runs_on(self, client: str) -> bool:
         return not (client.startswith("java") and self.mode in drivers.NOT_JAVA)
 
     @property
     def name(self) -> str:
-        return f"{self.mode} {report.size_label(self.size)}"
+        if self.mode == "idle":
+            return "idle"
+        rate = f" @{self.rate:,.0f}/s" if self.rate else ""
+        return f"{self.mode} {report.size_label(self.size)}{rate}"
 
     @property
     def topic(self) -> str:
         if self.mode.startswith("consume"):
             return backlog_topic(self.size)
-        return LATENCY_TOPIC if self.mode == "latency" else PRODUCE_TOPIC
+        if self.mode == "idle":
+            return IDLE_TOPIC
+        return LATENCY_TOPIC if self.mode.startswith("latency") else PRODUCE_TOPIC
 
 
 def plan(sizes: tuple[int, ...], modes: set[str]) -> list[Workload]:
@@ -108,8 +120,10 @@ def plan(sizes: tuple[int, ...], modes: set[str]) -> list[Workload]:
             workloads.append(Workload(mode, size))
         if size == ATTRS_SIZE:
             workloads.append(Workload("consume-attrs", size))
-    if ATTRS_SIZE in sizes:  # latency: 1 KiB at a fixed rate
-        workloads.append(Workload("latency", ATTRS_SIZE))
+    if ATTRS_SIZE in sizes:  # latency: 1 KiB at fixed rates
+        for mode in ("latency", "latency-tuned"):
+            workloads += [Workload(mode, ATTRS_SIZE, rate) for rate in LATENCY_RATES]
+    workloads.append(Workload("idle", ATTRS_SIZE))
     return [w for w in workloads if w.mode in modes]
 
 
@@ -118,8 +132,10 @@ def run_window(
     broker_pid: int,
 ) -> dict[str, Any]:  # fmt: skip
     """One window of ``workload``; the answer plus the broker's CPU over it."""
-    if workload.mode == "latency":
+    if workload.mode.startswith("latency"):
         seconds, max_count = max(seconds, settings.latency_s), 0
+    elif workload.mode == "idle":
+        seconds, max_count = max(seconds, settings.idle_s), 0
     elif workload.mode.startswith("consume"):
         max_count = min(settings.window_max, settings.backlog[workload.size])
     else:
@@ -127,7 +143,7 @@ def run_window(
     broker_before = drivers.process_cpu_seconds(broker_pid) if broker_pid else 0.0
     try:
         record = driver.window(
-            workload.mode, workload.size, workload.topic, seconds, max_count, rate=LATENCY_RATE
+            workload.mode, workload.size, workload.topic, seconds, max_count, rate=workload.rate
         )
     except RuntimeError as error:
         raise RuntimeError(
@@ -244,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", default=",".join(drivers.CLIENTS))
     parser.add_argument(
         "--modes",
-        default="produce-sync,produce-async,consume,consume-attrs,consume-batch,latency",
+        default="produce-sync,produce-async,consume,consume-attrs,consume-batch,latency,"
+        "latency-tuned,idle",
     )
     parser.add_argument(
         "--output",
@@ -307,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
         "python": sys.version.split()[0],
-        "latency": {"rate": LATENCY_RATE, "msg_not_found_wait_ms": LATENCY_NOT_FOUND_WAIT_MS},
+        "latency": {"rates": LATENCY_RATES, "tuned_msg_not_found_wait_ms": TUNED_NOT_FOUND_WAIT_MS},
         "java_tuned": {
             "jvm": " ".join(drivers.JAVA_TUNED_JVM),
             "client": startups.get("java-tuned", {}).get("settings"),

@@ -49,7 +49,7 @@ struct Args {
   int64_t max_count = 10000;
   bool attrs = false;
   double rate = 1000;
-  int64_t not_found_wait_ms = 400;
+  int64_t not_found_wait_ms = tubemq::ConsumerOptions().msg_not_found_wait_ms;
 };
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -62,8 +62,10 @@ struct WindowError {
   std::string what;
 };
 
-// The latency windows' rest after "nothing new" (bench/py_worker.py says why).
-constexpr int64_t kLatencyNotFoundWaitMs = 5;
+// latency-tuned: the ceiling of the rest after "nothing new" that a user after low
+// latency sets (bench/py_worker.py, the same for every client).
+constexpr int64_t kTunedNotFoundWaitMs = 10;
+constexpr size_t kPartitions = 4;  // of every bench topic (bench/runner.py)
 
 double CpuSeconds() {
   rusage usage{};
@@ -360,6 +362,37 @@ Result Latency(const Args& args, ProducerSession& session) {
   return result;
 }
 
+// A consumer of a new group on a topic nobody writes, polled for the whole window as
+// an application waiting for data polls: what waiting costs client and broker.
+Result Idle(const Args& args) {
+  ConsumerSession consumer(args, tubemq::ConsumePosition::kLatest);
+  tubemq::ReceivedBatch batch;
+  const auto join_deadline = Clock::now() + std::chrono::seconds(60);
+  while (consumer->HeldPartitions().size() < kPartitions) {  // joining is not measured
+    if (Clock::now() > join_deadline) throw WindowError{"the consumer never held every partition"};
+    consumer->Poll(std::chrono::milliseconds(100), batch);
+  }
+  Result result;
+  const double cpu_before = CpuSeconds();
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(args.seconds));
+  while (Clock::now() < deadline) {
+    batch = tubemq::ReceivedBatch();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    tubemq::Status status = consumer->Poll(std::min(left, std::chrono::milliseconds(1000)), batch);
+    if (status.ok()) {
+      result.count += static_cast<int64_t>(batch.messages.size());
+      Check(consumer->Confirm(batch.confirm_context, true), "commit");
+    } else if (!NothingNow(status)) {
+      Check(status, "poll");
+    }
+  }
+  result.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
+  result.cpu_s = CpuSeconds() - cpu_before;
+  return result;
+}
+
 double Percentile(const std::vector<double>& sorted, double q) {
   const size_t index = std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()));
   return sorted[index];
@@ -427,11 +460,13 @@ int main(int argc, char** argv) {
     args.attrs = attrs != 0;
     args.rate = rate;
     args.group = "bench_cpp_" + std::to_string(getpid()) + "_" + std::to_string(++groups);
-    args.not_found_wait_ms = args.mode == "latency" ? kLatencyNotFoundWaitMs : 400;
+    args.not_found_wait_ms = args.mode == "latency-tuned"
+                                 ? kTunedNotFoundWaitMs
+                                 : tubemq::ConsumerOptions().msg_not_found_wait_ms;
     std::string answer;
     try {
       if (args.size < 8) throw WindowError{"size must be at least 8 (latency timestamps)"};
-      const bool sends = args.mode.rfind("produce", 0) == 0 || args.mode == "latency";
+      const bool sends = args.mode.rfind("produce", 0) == 0 || args.mode.rfind("latency", 0) == 0;
       if (sends && !producer) producer = std::make_unique<ProducerSession>(args);
       Result result;
       if (args.mode == "produce-sync") result = Produce(args, *producer, false);
@@ -441,7 +476,11 @@ int main(int argc, char** argv) {
       // Python's consume-batch reads whole batches (poll_batch + values()); this loop
       // already does, so it is the same work.
       else if (args.mode == "consume-batch") result = Consume(args, false);
-      else if (args.mode == "latency") result = Latency(args, *producer);
+      else if (args.mode == "latency" || args.mode == "latency-tuned") {
+        result = Latency(args, *producer);
+      } else if (args.mode == "idle") {
+        result = Idle(args);
+      }
       else throw WindowError{"unknown mode " + args.mode};
       answer = ToJson(result);
     } catch (const WindowError& error) {

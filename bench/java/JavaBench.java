@@ -49,16 +49,19 @@ import org.apache.inlong.tubemq.corebase.Message;
 public final class JavaBench {
   private static final int IN_FLIGHT = 20000; // as our drivers' window
   private static final int PARTITIONS = 4; // of every bench topic (bench/runner.py)
-  private static final long LATENCY_NOT_FOUND_WAIT_MS = 5; // every client's (py_worker.py)
+  private static final long DEFAULT_NOT_FOUND_WAIT_MS = 400; // the client's own default
   // The tuned variant's client settings, printed in the ready line for the report:
   // a push consumer with one fetch thread per partition for the backlog reads, and for
-  // the latency windows a pull consumer that confirms in local memory (no confirm
-  // round trip per batch) and checks for a ready partition every 1 ms (default 5).
+  // the latency windows a pull consumer that rests 10 ms (not 400) after an empty
+  // fetch, confirms in local memory (no confirm round trip per batch) and checks for a
+  // ready partition every 1 ms (default 5): what a Java user sets for latency.
   private static final int TUNED_FETCH_THREADS = PARTITIONS;
+  private static final long TUNED_NOT_FOUND_WAIT_MS = 10;
   private static final long TUNED_READY_CHECK_SLICE_MS = 1;
   static final String TUNED =
       "consume: push consumer, setPushFetchThreadCnt(" + TUNED_FETCH_THREADS + "); "
-          + "latency: pull consumer, setPullConfirmInLocal(true), "
+          + "latency: pull consumer, setMsgNotFoundWaitPeriodMs(" + TUNED_NOT_FOUND_WAIT_MS
+          + "), setPullConfirmInLocal(true), "
           + "setPullConsumeReadyChkSliceMs(" + TUNED_READY_CHECK_SLICE_MS + ")";
 
   private final String master;
@@ -285,7 +288,7 @@ public final class JavaBench {
       throws Throwable {
     PullMessageConsumer consumer =
         factory.createPullConsumer(
-            consumerConfig(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET, 400));
+            consumerConfig(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET, DEFAULT_NOT_FOUND_WAIT_MS));
     try {
       consumer.subscribe(topic, null);
       consumer.completeSubscribe();
@@ -347,7 +350,7 @@ public final class JavaBench {
   // listener; the window runs from the first message to the last counted one.
   private String consumePush(boolean readAttrs, String topic, double seconds, long maxCount)
       throws Throwable {
-    ConsumerConfig config = consumerConfig(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET, 400);
+    ConsumerConfig config = consumerConfig(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET, DEFAULT_NOT_FOUND_WAIT_MS);
     config.setPushFetchThreadCnt(TUNED_FETCH_THREADS);
     AtomicLong received = new AtomicLong();
     AtomicLong bytes = new AtomicLong();
@@ -442,8 +445,8 @@ public final class JavaBench {
       throws Throwable {
     long count = Math.max(1, (long) (seconds * rate));
     MessageProducer producer = producer(topic);
-    ConsumerConfig config =
-        consumerConfig(ConsumePosition.CONSUMER_FROM_LATEST_OFFSET, LATENCY_NOT_FOUND_WAIT_MS);
+    ConsumerConfig config = consumerConfig(ConsumePosition.CONSUMER_FROM_LATEST_OFFSET,
+        tuned ? TUNED_NOT_FOUND_WAIT_MS : DEFAULT_NOT_FOUND_WAIT_MS);
     if (tuned) {
       config.setPullConfirmInLocal(true);
       config.setPullConsumeReadyChkSliceMs(TUNED_READY_CHECK_SLICE_MS);
