@@ -5,6 +5,7 @@
 // network layer, or into a completion). Completions run on I/O threads.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -138,6 +139,10 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   producer::PartitionRouter router_;
   producer::BrokerShield shield_;
   int32_t in_flight_ = 0;
+  int32_t slot_waiters_ = 0;  // threads inside AcquireSendSlot()
+  // How many places must be free before a waiting sender is woken: 1 for small windows
+  // (as before), up to 256 for large ones.
+  int32_t SlotWakeBatch() const { return std::clamp(options_.max_in_flight / 16, 1, 256); }
   std::condition_variable slot_freed_;
   std::function<void()> on_drained_;
   bool heartbeat_in_flight_ = false;

@@ -85,9 +85,11 @@ void Producer::Impl::RebuildTargets() {
 
 bool Producer::Impl::AcquireSendSlot(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
+  ++slot_waiters_;
   const bool free = slot_freed_.wait_for(lock, wait, [this] {
     return in_flight_ < options_.max_in_flight || state_ != State::kRunning;
   });
+  --slot_waiters_;
   if (!free) return false;
   // A closed producer takes the slot too: the send then fails with 420 and gives it back.
   ++in_flight_;
@@ -101,9 +103,16 @@ int32_t Producer::Impl::InFlight() const {
 
 void Producer::Impl::ReleaseSendSlot() {
   std::function<void()> drained;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (in_flight_ > 0) --in_flight_;
+    // A sender waiting on a full window is woken once a batch of places is free (or
+    // none is in use), not on every reply: waking it per reply cost a context switch
+    // per message, and it then sent one message per wake. Its wait re-checks the window
+    // at its deadline, so a bounded wait still takes a place that freed meanwhile.
+    wake = slot_waiters_ > 0 &&
+           (options_.max_in_flight - in_flight_ >= SlotWakeBatch() || in_flight_ == 0);
     // Only the last send out takes the close's continuation. (Clearing it on every
     // release dropped it whenever close() began with two or more sends in flight; the
     // close then waited for its safety timer, the RPC timeout, 10 s by default.)
@@ -112,7 +121,7 @@ void Producer::Impl::ReleaseSendSlot() {
       on_drained_ = nullptr;
     }
   }
-  slot_freed_.notify_one();
+  if (wake) slot_freed_.notify_all();
   if (drained) drained();
 }
 
