@@ -125,7 +125,11 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   std::map<std::string, meta::TopicPartitions> topics_;
   // Per topic, index for index with topics_[topic].partitions: what a send to each
   // partition reports, its strings built once per topic map instead of per reply.
-  std::map<std::string, std::vector<std::shared_ptr<const SendTarget>>> targets_;
+  struct TopicTargets {
+    std::vector<std::shared_ptr<const SendTarget>> targets;
+    std::vector<std::string> keys;  // targets[i]->key, for the router
+  };
+  std::map<std::string, TopicTargets> targets_;
   // The connection last used per broker id, so that a send finds it without the pool's
   // lock and without building the pool's string key; replaced when closed.
   std::map<int32_t, std::shared_ptr<net::ClientConnection>> broker_links_;

@@ -1,6 +1,8 @@
 // The producer's send path (behaviour.md §2.5-2.8): local checks, partition choice,
 // the SendMessage request, the reply, retries that cannot duplicate, broker shielding,
 // and the in-flight window that gives callers backpressure.
+#include <algorithm>
+
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
@@ -41,11 +43,8 @@ bool Ambiguous(const Status& status) {
          status.code() == ErrorCode::kServiceStopped;
 }
 
-bool HasPartition(const std::vector<meta::Partition>& partitions, const std::string& key) {
-  for (const auto& partition : partitions) {
-    if (partition.Key() == key) return true;
-  }
-  return false;
+bool HasKey(const std::vector<std::string>& keys, const std::string& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
 }  // namespace
@@ -74,11 +73,13 @@ struct Producer::Impl::SendTarget {
 void Producer::Impl::RebuildTargets() {
   targets_.clear();
   for (const auto& [topic, partitions] : topics_) {
-    auto& targets = targets_[topic];
-    targets.reserve(partitions.partitions.size());
+    TopicTargets& entry = targets_[topic];
+    entry.targets.reserve(partitions.partitions.size());
+    entry.keys.reserve(partitions.partitions.size());
     for (const meta::Partition& partition : partitions.partitions) {
-      targets.push_back(std::make_shared<const SendTarget>(
+      entry.targets.push_back(std::make_shared<const SendTarget>(
           SendTarget{partition, partition.Key(), partition.broker.endpoint.ToString()}));
+      entry.keys.push_back(entry.targets.back()->key);
     }
   }
 }
@@ -191,7 +192,9 @@ Status Producer::Impl::CheckAgainstState(const SendJob& job, const Status& local
     return Status(ErrorCode::kTopicNoPartition,
                   "topic '" + job.topic + "' has no writable partition at the moment");
   }
-  if (job.partition && !HasPartition(found->second.partitions, *job.partition)) {
+  const auto routes = targets_.find(job.topic);
+  if (job.partition &&
+      (routes == targets_.end() || !HasKey(routes->second.keys, *job.partition))) {
     return Status(ErrorCode::kTopicNoPartition,
                   "partition '" + *job.partition + "' is not a writable partition of topic '" +
                       job.topic + "' at the moment");
@@ -231,10 +234,10 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_c
               return job->failed_brokers.count(candidate.broker.id) == 0 &&
                      !shield_.Shielded(candidate.broker.id, now);
             },
-            job->partition);
+            job->partition, &routes->second.keys);
         if (partition != nullptr) {
           // targets_ is built from the same vector, index for index.
-          target = routes->second[static_cast<size_t>(partition - partitions.data())];
+          target = routes->second.targets[static_cast<size_t>(partition - partitions.data())];
         }
       }
       if (target) {
