@@ -633,5 +633,122 @@ TEST_F(ClientConnectionTest, DeadlinesRacingRepliesStillCompleteEachRequestOnce)
   }
 }
 
+TEST_F(ClientConnectionTest, FramesQueuedDuringAWriteLeaveInOneWrite) {
+  // A 20 MiB request the server does not read keeps the first write under way; the 20
+  // small requests queued meanwhile must then leave together, in one more write.
+  constexpr int kSmall = 20;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ScriptedServer server([released](Peer& peer) {
+    released.wait();
+    Echo(peer);
+  });
+  auto connection = Connect(server.port());
+  Recorder big(1);
+  connection->Call(Payload(std::string(20 << 20, 'x')), 10000ms, big.Track(0));
+  ASSERT_TRUE(Eventually([&] { return connection->writes_started() == 1; }));
+  std::this_thread::sleep_for(100ms);  // the socket buffers fill up; the write stays open
+  Recorder small(kSmall);
+  for (int i = 0; i < kSmall; ++i) {
+    connection->Call(Payload("small-" + std::to_string(i)), 10000ms, small.Track(i));
+  }
+  std::this_thread::sleep_for(100ms);  // every small request is drained and queued
+  EXPECT_EQ(connection->writes_started(), 1u);
+  release.set_value();
+  ASSERT_TRUE(big.WaitAll(10s));
+  ASSERT_TRUE(small.WaitAll(10s));
+  EXPECT_TRUE(big.Get(0).status.ok()) << big.Get(0).status.ToString();
+  for (int i = 0; i < kSmall; ++i) {
+    EXPECT_TRUE(small.Get(i).status.ok()) << small.Get(i).status.ToString();
+    EXPECT_EQ(small.Get(i).reply.data, "small-" + std::to_string(i));  // order kept
+  }
+  EXPECT_EQ(connection->writes_started(), 2u);
+}
+
+TEST_F(ClientConnectionTest, AFailedGatheredWriteFailsEveryQueuedRequestOnce) {
+  constexpr int kSmall = 10;
+  ScriptedServer server([](Peer& peer) {
+    std::this_thread::sleep_for(300ms);
+    peer.Reset();
+  });
+  auto connection = Connect(server.port());
+  Recorder recorder(kSmall + 1);
+  connection->Call(Payload(std::string(20 << 20, 'x')), 10000ms, recorder.Track(0));
+  ASSERT_TRUE(Eventually([&] { return connection->writes_started() == 1; }));
+  for (int i = 1; i <= kSmall; ++i) connection->Call(Payload("q"), 10000ms, recorder.Track(i));
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  for (int i = 0; i <= kSmall; ++i) {
+    EXPECT_EQ(recorder.Calls(i), 1) << i;
+    EXPECT_EQ(recorder.Get(i).status.code(), ErrorCode::kConnectionClosed)
+        << recorder.Get(i).status.ToString();
+  }
+  EXPECT_TRUE(connection->closed());
+}
+
+TEST_F(ClientConnectionTest, RequestsTimeOutAtTheirOwnDeadlinesInOrderWithOneTimer) {
+  // The server never answers. Deadlines given out of order must still expire in
+  // deadline order, each near its own time, served by the connection's one timer.
+  ScriptedServer server([](Peer& peer) {
+    int32_t serial;
+    while (peer.ReadRequest(&serial, 2000ms)) {
+    }
+  });
+  auto connection = Connect(server.port());
+  const std::vector<int> timeouts_ms = {400, 100, 300, 200, 100, 500};
+  std::mutex mutex;
+  std::vector<std::pair<int, std::chrono::milliseconds>> ended;  // id, when
+  std::promise<void> all_done;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < timeouts_ms.size(); ++i) {
+    connection->Call(Payload("silent"), std::chrono::milliseconds(timeouts_ms[i]),
+                     [&, i](const Status& status, codec::RpcReply&&) {
+                       EXPECT_EQ(status.code(), ErrorCode::kRequestTimeout);
+                       std::lock_guard<std::mutex> lock(mutex);
+                       ended.emplace_back(static_cast<int>(i),
+                                          std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - start));
+                       if (ended.size() == timeouts_ms.size()) all_done.set_value();
+                     });
+  }
+  ASSERT_EQ(all_done.get_future().wait_for(5s), std::future_status::ready);
+  std::lock_guard<std::mutex> lock(mutex);
+  int previous_timeout = 0;
+  for (const auto& [id, when] : ended) {
+    EXPECT_GE(timeouts_ms[id], previous_timeout) << "request " << id << " ended out of order";
+    previous_timeout = timeouts_ms[id];
+    EXPECT_GE(when.count(), timeouts_ms[id]) << "request " << id << " ended early";
+    EXPECT_LT(when.count(), timeouts_ms[id] + 150) << "request " << id << " ended late";
+  }
+  // Armed for 400, re-armed for 100 (earlier), then once per distinct deadline left: far
+  // fewer than a timer per request would need, and never more than one at a time.
+  EXPECT_LE(connection->deadline_timer_arms(), 2u + 5u);
+  EXPECT_FALSE(connection->closed());
+}
+
+TEST_F(ClientConnectionTest, SameTimeoutRequestsShareOneArmedTimer) {
+  constexpr int kRequests = 200;
+  // Replies only once every request is in, so none completes while others are queued.
+  ScriptedServer server([](Peer& peer) {
+    std::vector<std::pair<int32_t, std::string>> received;
+    int32_t serial;
+    for (int i = 0; i < kRequests; ++i) {
+      auto request = peer.ReadRequest(&serial);
+      if (!request) return;
+      received.emplace_back(serial, request->body);
+    }
+    for (const auto& [serial_number, body] : received) peer.Reply(serial_number, 2, body);
+    Echo(peer);
+  });
+  auto connection = Connect(server.port());
+  Recorder recorder(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    connection->Call(Payload(std::to_string(i)), 5000ms, recorder.Track(i));
+  }
+  ASSERT_TRUE(recorder.WaitAll(5s));
+  for (int i = 0; i < kRequests; ++i) EXPECT_TRUE(recorder.Get(i).status.ok());
+  // Every later request's deadline is covered by the timer armed for the first one.
+  EXPECT_EQ(connection->deadline_timer_arms(), 1u);
+}
+
 }  // namespace
 }  // namespace tubemq::net

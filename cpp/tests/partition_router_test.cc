@@ -124,5 +124,24 @@ TEST(BrokerShield, CountsOnlyBrokersShieldedNow) {
   EXPECT_EQ(shield.CountShielded(now), 1u);
 }
 
+TEST(PartitionRouter, PrecomputedKeysChooseWhatBuiltKeysChoose) {
+  PartitionRouter router;
+  const auto partitions = Partitions(3, 4);
+  std::vector<std::string> keys;
+  for (const auto& partition : partitions) keys.push_back(partition.Key());
+  for (int i = 0; i < 50; ++i) {
+    const std::optional<std::string> key = "key-" + std::to_string(i);
+    EXPECT_EQ(router.Choose("t", partitions, key, nullptr, std::nullopt, &keys),
+              router.Choose("t", partitions, key, nullptr));
+  }
+  const std::optional<std::string> pinned = "2:t:3";
+  const auto* chosen = router.Choose("t", partitions, std::nullopt, nullptr, pinned, &keys);
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_EQ(chosen->Key(), "2:t:3");
+  EXPECT_EQ(router.Choose("t", partitions, std::nullopt, nullptr,
+                          std::optional<std::string>("9:t:0"), &keys),
+            nullptr);
+}
+
 }  // namespace
 }  // namespace tubemq::producer

@@ -404,5 +404,33 @@ TEST(ProtoDefinitions, BrokerRegisterOpTypes) {
   EXPECT_EQ(ToHex(Serialize(request)).substr(0, 5), "08 20");
 }
 
+TEST(RequestFrame, IsByteForByteTheFrameOfTheRequestPayload) {
+  // One block, exactly one block, several blocks; a negative timeout becomes 1.
+  for (const size_t data_size : {size_t{0}, size_t{1024}, size_t{8000}, size_t{8192},
+                                 size_t{20000}, size_t{100000}}) {
+    for (const int64_t timeout : {int64_t{10000}, int64_t{-5}, int64_t{1} << 40}) {
+      pb::SendMessageRequestP2B request;
+      request.set_clientid("client-1");
+      request.set_topicname("topic");
+      request.set_partitionid(3);
+      request.set_data(std::string(data_size, 'd'));
+      request.set_flag(1);
+      request.set_checksum(12345);
+      request.set_sentaddr(-1);
+      const std::string expected = EncodeFrame(
+          0, EncodeRequestPayload(Method::kSendMessage, timeout, request.SerializeAsString()));
+      EXPECT_EQ(EncodeRequestFrame(Method::kSendMessage, timeout, request), expected)
+          << data_size << " bytes, timeout " << timeout;
+    }
+  }
+  pb::HeartRequestP2M heartbeat;
+  heartbeat.set_clientid("c");
+  heartbeat.set_brokerchecksum(-1);
+  heartbeat.set_hostname("h");
+  EXPECT_EQ(EncodeRequestFrame(Method::kProducerHeartbeat, 3000, heartbeat),
+            EncodeFrame(0, EncodeRequestPayload(Method::kProducerHeartbeat, 3000,
+                                                heartbeat.SerializeAsString())));
+}
+
 }  // namespace
 }  // namespace tubemq::codec

@@ -4,6 +4,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "RPC.pb.h"
+#include "codec/big_endian.h"
+#include "codec/frame_codec.h"
 
 namespace tubemq::codec {
 namespace {
@@ -64,6 +66,107 @@ std::string EncodeRequestPayload(Method method, int64_t server_timeout_ms,
     WriteDelimited(header, out);
     WriteDelimited(body, out);
   });
+}
+
+namespace {
+
+using google::protobuf::io::ArrayOutputStream;
+
+// Field tags of RequestBody (RPC.proto): method = 1 (varint), timeout = 2 (varint),
+// request = 3 (length-delimited).
+constexpr uint32_t kBodyMethodTag = (1 << 3) | 0;
+constexpr uint32_t kBodyTimeoutTag = (2 << 3) | 0;
+constexpr uint32_t kBodyRequestTag = (3 << 3) | 2;
+
+// The request envelope of EncodeRequestPayload() with RequestBody written by hand, so
+// that `request` is serialized into the output directly rather than into a string held
+// by a RequestBody. The field order and encoding are those protobuf itself writes.
+class RequestEnvelope {
+ public:
+  RequestEnvelope(Method method, int64_t server_timeout_ms, const MessageLite& request)
+      : method_(static_cast<int32_t>(method)),
+        timeout_(server_timeout_ms > 0 ? server_timeout_ms : 1),
+        request_(request) {
+    conn_.set_flag(kRpcFlagRequest);
+    header_.set_servicetype(static_cast<int32_t>(ServiceTypeOf(method)));
+    header_.set_protocolver(kRpcProtocolVersion);
+    conn_size_ = conn_.ByteSizeLong();
+    header_size_ = header_.ByteSizeLong();
+    request_size_ = request_.ByteSizeLong();
+    body_size_ = 1 + CodedOutputStream::VarintSize32SignExtended(method_) + 1 +
+                 CodedOutputStream::VarintSize64(static_cast<uint64_t>(timeout_)) + 1 +
+                 CodedOutputStream::VarintSize32(static_cast<uint32_t>(request_size_)) +
+                 request_size_;
+  }
+
+  size_t size() const {
+    return Delimited(conn_size_) + Delimited(header_size_) + Delimited(body_size_);
+  }
+
+  void Write(CodedOutputStream& out) const {
+    out.WriteVarint32(static_cast<uint32_t>(conn_size_));
+    conn_.SerializeWithCachedSizes(&out);
+    out.WriteVarint32(static_cast<uint32_t>(header_size_));
+    header_.SerializeWithCachedSizes(&out);
+    out.WriteVarint32(static_cast<uint32_t>(body_size_));
+    out.WriteTag(kBodyMethodTag);
+    out.WriteVarint32SignExtended(method_);
+    out.WriteTag(kBodyTimeoutTag);
+    out.WriteVarint64(static_cast<uint64_t>(timeout_));
+    out.WriteTag(kBodyRequestTag);
+    out.WriteVarint32(static_cast<uint32_t>(request_size_));
+    // ByteSizeLong() above cached the sizes this relies on.
+    request_.SerializeWithCachedSizes(&out);
+  }
+
+ private:
+  static size_t Delimited(size_t size) {
+    return CodedOutputStream::VarintSize32(static_cast<uint32_t>(size)) + size;
+  }
+
+  const int32_t method_;
+  const int64_t timeout_;
+  const MessageLite& request_;
+  pb::RpcConnHeader conn_;
+  pb::RequestHeader header_;
+  size_t conn_size_ = 0;
+  size_t header_size_ = 0;
+  size_t request_size_ = 0;
+  size_t body_size_ = 0;
+};
+
+}  // namespace
+
+std::string EncodeRequestFrame(Method method, int64_t server_timeout_ms,
+                               const MessageLite& request) {
+  const RequestEnvelope envelope(method, server_timeout_ms, request);
+  const size_t payload_size = envelope.size();
+  if (payload_size > kWriteBlockSize) {
+    // Several blocks: the block lengths interleave the payload, so it is built first.
+    std::string payload;
+    payload.resize(payload_size);
+    {
+      ArrayOutputStream stream(payload.data(), static_cast<int>(payload_size));
+      CodedOutputStream out(&stream);
+      envelope.Write(out);
+    }
+    return EncodeFrame(0, payload);
+  }
+  // One block: header, block length, then the payload written in place.
+  constexpr size_t kPrefix = kFrameHeaderSize + 4;
+  std::string frame;
+  frame.resize(kPrefix + payload_size);
+  char* out_bytes = frame.data();
+  out_bytes = PutUint32(out_bytes, kFrameBeginToken);
+  out_bytes = PutUint32(out_bytes, 0);
+  out_bytes = PutUint32(out_bytes, 1);
+  PutUint32(out_bytes, static_cast<uint32_t>(payload_size));
+  {
+    ArrayOutputStream stream(frame.data() + kPrefix, static_cast<int>(payload_size));
+    CodedOutputStream out(&stream);
+    envelope.Write(out);
+  }
+  return frame;
 }
 
 Status DecodeResponsePayload(std::string_view payload, RpcReply& reply) {

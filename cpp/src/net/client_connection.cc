@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "log/log.h"
 
@@ -32,6 +33,7 @@ ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, Endpoint en
       resolver_(strand_),
       socket_(strand_),
       connect_timer_(strand_),
+      deadline_timer_(strand_),
       endpoint_(std::move(endpoint)),
       options_(options),
       tls_(std::move(tls)),
@@ -51,38 +53,96 @@ void ClientConnection::Call(std::string payload, std::chrono::milliseconds timeo
                             Callback callback) {
   // Framing happens on the caller's thread; only the serial number is patched in on
   // the strand, once it is known to be unique among the pending requests.
-  std::string frame = codec::EncodeFrame(0, payload);
-  asio::post(strand_, [self = shared_from_this(), frame = std::move(frame), timeout,
-                       callback = std::move(callback)]() mutable {
-    if (self->state_ == State::kClosed) {
-      callback(self->close_reason_, codec::RpcReply{});
-      return;
+  CallFrame(codec::EncodeFrame(0, payload), timeout, std::move(callback));
+}
+
+void ClientConnection::CallFrame(std::string frame, std::chrono::milliseconds timeout,
+                                 Callback callback) {
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_.push_back(Outgoing{std::move(frame), timeout, std::move(callback)});
+    // One drain per burst: the calls that arrive before it runs ride along, and the
+    // I/O thread is woken once for all of them.
+    post = !std::exchange(drain_posted_, true);
+  }
+  if (post) asio::post(strand_, [self = shared_from_this()] { self->DrainInbox(); });
+}
+
+void ClientConnection::DrainInbox() {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    draining_.swap(inbox_);  // inbox_ takes draining_'s (empty) capacity
+    drain_posted_ = false;
+  }
+  const auto now = Clock::now();
+  for (Outgoing& outgoing : draining_) {
+    if (state_ == State::kClosed) {
+      outgoing.callback(close_reason_, codec::RpcReply{});
+      continue;
     }
-    const int32_t serial = self->NextSerial();
-    codec::PatchFrameSerial(frame, serial);
-    auto deadline = std::make_unique<asio::steady_timer>(self->strand_, timeout);
-    deadline->async_wait([weak = std::weak_ptr<ClientConnection>(self), serial,
-                          timeout](const asio::error_code& error) {
-      auto connection = weak.lock();
-      if (error || !connection) return;
-      // A server that does not speak TLS neither answers a TLS hello nor closes: say so
-      // rather than blame the request.
-      const bool handshaking =
-          connection->state_ == State::kConnecting && connection->tls_stream_ != nullptr;
-      const std::string where = connection->endpoint_.ToString();
-      const std::string within = " within " + std::to_string(timeout.count()) + " ms";
-      connection->Complete(
-          serial,
-          Status(ErrorCode::kRequestTimeout,
-                 handshaking ? "TLS handshake with " + where + " not done" + within +
-                                   " (is that a TLS port?)"
-                             : "no reply from " + where + within),
-          codec::RpcReply{});
-    });
-    self->pending_.emplace(serial, Pending{std::move(callback), std::move(deadline)});
-    self->pending_count_.store(self->pending_.size(), std::memory_order_relaxed);
-    self->Enqueue(std::move(frame));
+    const int32_t serial = NextSerial();
+    codec::PatchFrameSerial(outgoing.frame, serial);
+    const auto deadline = now + outgoing.timeout;
+    pending_.emplace(serial, Pending{std::move(outgoing.callback), deadline, outgoing.timeout});
+    if (deadlines_.Add(serial, deadline)) ArmDeadlineTimer(deadline);
+    write_queue_.push_back(std::move(outgoing.frame));
+  }
+  draining_.clear();
+  pending_count_.store(pending_.size(), std::memory_order_relaxed);
+  if (write_queue_.empty()) return;
+  if (state_ == State::kIdle) {
+    StartConnect();
+  } else if (state_ == State::kOpen) {
+    WriteNext();
+  }
+}
+
+void ClientConnection::ArmDeadlineTimer(Clock::time_point when) {
+  deadlines_.Armed(when);
+  deadline_timer_arms_.fetch_add(1, std::memory_order_relaxed);
+  // expires_at() aborts the previous wait; a wait that had already fired and is queued
+  // is told apart by its generation.
+  deadline_timer_.expires_at(when);
+  const uint64_t generation = ++deadline_generation_;
+  deadline_timer_.async_wait([weak = weak_from_this(), generation](const asio::error_code& error) {
+    auto self = weak.lock();
+    if (!self || error || generation != self->deadline_generation_) return;
+    self->OnDeadlineTimer(error);
   });
+}
+
+void ClientConnection::OnDeadlineTimer(const asio::error_code&) {
+  deadlines_.Disarmed();
+  if (state_ == State::kClosed) return;
+  std::vector<int32_t> expired;
+  expired.swap(expired_);
+  deadlines_.PopExpired(Clock::now(), expired);
+  for (int32_t serial : expired) {
+    auto it = pending_.find(serial);
+    if (it == pending_.end()) continue;
+    Complete(serial, TimeoutStatus(it->second.timeout), codec::RpcReply{});
+    if (state_ == State::kClosed) break;
+  }
+  expired.clear();
+  expired_.swap(expired);
+  // The earliest deadline left (requests answered meanwhile were removed); nothing
+  // due means no timer at all.
+  if (state_ != State::kClosed) {
+    if (const auto earliest = deadlines_.Earliest()) ArmDeadlineTimer(*earliest);
+  }
+}
+
+Status ClientConnection::TimeoutStatus(std::chrono::milliseconds timeout) const {
+  // A server that does not speak TLS neither answers a TLS hello nor closes: say so
+  // rather than blame the request.
+  const bool handshaking = state_ == State::kConnecting && tls_stream_ != nullptr;
+  const std::string where = endpoint_.ToString();
+  const std::string within = " within " + std::to_string(timeout.count()) + " ms";
+  return Status(ErrorCode::kRequestTimeout,
+                handshaking
+                    ? "TLS handshake with " + where + " not done" + within + " (is that a TLS port?)"
+                    : "no reply from " + where + within);
 }
 
 void ClientConnection::Connect(std::function<void(const Status&)> done) {
@@ -113,15 +173,6 @@ int32_t ClientConnection::NextSerial() {
     serial = static_cast<int32_t>(next_serial_++);
   } while (pending_.count(serial) != 0);
   return serial;
-}
-
-void ClientConnection::Enqueue(std::string frame) {
-  write_queue_.push_back(std::move(frame));
-  if (state_ == State::kIdle) {
-    StartConnect();
-  } else if (state_ == State::kOpen) {
-    WriteNext();
-  }
 }
 
 void ClientConnection::StartConnect() {
@@ -216,23 +267,46 @@ void ClientConnection::Opened() {
 }
 
 void ClientConnection::WriteNext() {
-  if (writing_ || write_queue_.empty() || state_ != State::kOpen) return;
-  writing_ = true;
+  if (write_in_progress_ || write_queue_.empty() || state_ != State::kOpen) return;
+  write_in_progress_ = true;
+  writes_started_.fetch_add(1, std::memory_order_relaxed);
+  // Everything queued leaves in this one write; frames queued meanwhile wait for the
+  // next. writing_ (and tls_out_) keep the bytes alive until the write completes, even
+  // if Fail() runs in between.
+  writing_.swap(write_queue_);
   auto on_written = [self = shared_from_this()](const asio::error_code& error, size_t) {
-    self->writing_ = false;
-    if (self->state_ != State::kOpen) return;
-    if (error) {
-      self->Fail(Status(ErrorCode::kConnectionClosed, "write to " + self->endpoint_.ToString() +
-                                                          " failed: " + error.message()));
-      return;
-    }
-    self->Touch();
-    self->write_queue_.pop_front();
-    self->WriteNext();
+    self->OnWritten(error);
   };
-  OnStream([&](auto& stream) {
-    asio::async_write(stream, asio::buffer(write_queue_.front()), std::move(on_written));
-  });
+  if (tls_stream_) {
+    // The SSL stream writes one buffer per call (one record, one send each), so a buffer
+    // sequence would not gather anything: coalesce instead.
+    tls_out_.clear();
+    size_t total = 0;
+    for (const std::string& frame : writing_) total += frame.size();
+    tls_out_.reserve(total);
+    for (const std::string& frame : writing_) tls_out_.append(frame);
+    asio::async_write(*tls_stream_, asio::buffer(tls_out_), std::move(on_written));
+  } else {
+    // A buffer sequence: asio writes up to 64 buffers per sendmsg, with no copy.
+    write_buffers_.clear();
+    for (const std::string& frame : writing_) write_buffers_.push_back(asio::buffer(frame));
+    asio::async_write(socket_, write_buffers_, std::move(on_written));
+  }
+}
+
+void ClientConnection::OnWritten(const asio::error_code& error) {
+  write_in_progress_ = false;
+  writing_.clear();
+  if (state_ != State::kOpen) return;
+  if (error) {
+    // Every frame of this write, and every one queued after it, is failed with the
+    // pending requests by Fail().
+    Fail(Status(ErrorCode::kConnectionClosed,
+                "write to " + endpoint_.ToString() + " failed: " + error.message()));
+    return;
+  }
+  Touch();
+  WriteNext();
 }
 
 void ClientConnection::ReadNext() {
@@ -290,7 +364,16 @@ void ClientConnection::Complete(int32_t serial, const Status& status, codec::Rpc
   Pending pending = std::move(it->second);
   pending_.erase(it);
   pending_count_.store(pending_.size(), std::memory_order_relaxed);
-  pending.deadline->cancel();
+  // While other requests wait, the timer is not touched: if this was the earliest
+  // deadline, the timer fires early, finds nothing due and re-arms for the next one.
+  // The last one out cancels it: an armed timer is outstanding work, and would hold up
+  // the I/O service's shutdown for as long as the timeout.
+  deadlines_.Remove(serial, pending.deadline);
+  if (deadlines_.empty() && deadlines_.armed()) {
+    deadlines_.Disarmed();
+    ++deadline_generation_;
+    deadline_timer_.cancel();
+  }
   try {
     pending.callback(status, std::move(reply));
   } catch (const std::exception& e) {
@@ -318,6 +401,9 @@ void ClientConnection::Fail(Status reason, bool on_request) {
   closed_.store(true, std::memory_order_release);
   asio::error_code ignored;
   connect_timer_.cancel();
+  deadline_timer_.cancel();
+  deadlines_.Disarmed();
+  deadlines_.Clear();
   resolver_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

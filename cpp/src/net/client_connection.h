@@ -3,8 +3,21 @@
 // has its own deadline. Every request completes exactly once: with its reply, with a
 // timeout, or with the transport error that closed the connection.
 //
-// All state is touched only on the connection's strand, so the I/O threads never
-// contend on a lock here. Callbacks run on an I/O thread and must not block.
+// Threads: all state is touched only on the connection's strand (one I/O thread runs it
+// at a time), except the inbox. Call() may come from any thread: it frames the request
+// on the caller's thread, appends it to the inbox under a small mutex, and posts one
+// drain to the strand only when the inbox was empty - so a burst of calls costs one
+// post (and one wake of the I/O thread), not one each. The drain, on the strand,
+// assigns serial numbers, records deadlines and queues the frames for writing.
+//
+// Writes are gathered: every frame queued while a write is under way (or drained in
+// the same batch) leaves in the next single write - a buffer sequence over plain TCP
+// (one sendmsg for up to 64 frames), one coalesced buffer over TLS (the SSL stream
+// writes one buffer per record). A failed write fails every pending request.
+//
+// Deadlines: one timer per connection, armed for the earliest deadline of a
+// RequestDeadlines (net/request_deadlines.h); no timer object per request.
+// Callbacks run on an I/O thread and must not block.
 #pragma once
 
 #include <asio.hpp>
@@ -14,6 +27,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +35,7 @@
 #include "codec/frame_codec.h"
 #include "codec/rpc_envelope.h"
 #include "net/endpoint.h"
+#include "net/request_deadlines.h"
 #include "net/tls_context.h"
 #include "tubemq/status.h"
 
@@ -54,6 +69,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // Sends a request; connects first if needed. `payload` is a request payload
   // (codec::EncodeRequestPayload). Safe to call from any thread.
   void Call(std::string payload, std::chrono::milliseconds timeout, Callback callback);
+  // The same with the request already framed (codec::EncodeRequestFrame), serial 0.
+  void CallFrame(std::string frame, std::chrono::milliseconds timeout, Callback callback);
 
   // Opens the connection if it is not open yet, without sending anything; `done` learns
   // whether it opened (OK) or why not. Called on the connection's strand: `done` must not
@@ -70,11 +87,24 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // How many requests wait for a reply; read without the strand, so approximate.
   size_t pending_count() const { return pending_count_.load(std::memory_order_relaxed); }
   Clock::time_point last_activity() const;
+  // Writes started on the stream (each one gathered write); for tests and benchmarks.
+  uint64_t writes_started() const { return writes_started_.load(std::memory_order_relaxed); }
+  // Times the deadline timer was armed; for tests.
+  uint64_t deadline_timer_arms() const {
+    return deadline_timer_arms_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Pending {
     Callback callback;
-    std::unique_ptr<asio::steady_timer> deadline;
+    Clock::time_point deadline;
+    std::chrono::milliseconds timeout;  // for the timeout message
+  };
+  // A request handed to Call(), waiting in the inbox for the strand.
+  struct Outgoing {
+    std::string frame;
+    std::chrono::milliseconds timeout;
+    Callback callback;
   };
   enum class State { kIdle, kConnecting, kOpen, kClosed };
 
@@ -92,8 +122,12 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
       operation(socket_);
     }
   }
-  void Enqueue(std::string frame);
+  void DrainInbox();
   void WriteNext();
+  void OnWritten(const asio::error_code& error);
+  void ArmDeadlineTimer(Clock::time_point when);
+  void OnDeadlineTimer(const asio::error_code& error);
+  Status TimeoutStatus(std::chrono::milliseconds timeout) const;
   void ReadNext();
   void OnRead(const asio::error_code& error, size_t bytes);
   void Dispatch(codec::Frame& frame);
@@ -106,6 +140,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   asio::ip::tcp::resolver resolver_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer connect_timer_;
+  asio::steady_timer deadline_timer_;  // the one timer for every request's deadline
   const Endpoint endpoint_;
   const ConnectionOptions options_;
   const std::shared_ptr<TlsContext> tls_;
@@ -117,9 +152,19 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::atomic<bool> closed_{false};
   std::atomic<bool> lost_{false};
   Status close_reason_;
-  std::deque<std::string> write_queue_;
+  std::mutex inbox_mutex_;
+  std::vector<Outgoing> inbox_;   // guarded by inbox_mutex_
+  bool drain_posted_ = false;     // guarded by inbox_mutex_
+  std::vector<Outgoing> draining_;  // strand only; keeps the inbox's capacity
+  std::vector<std::string> write_queue_;  // frames waiting for the next write
+  std::vector<std::string> writing_;      // frames of the write under way
+  std::vector<asio::const_buffer> write_buffers_;
+  std::string tls_out_;  // the write under way, coalesced (TLS only)
+  RequestDeadlines deadlines_;
+  uint64_t deadline_generation_ = 0;  // tells a stale timer completion from the current
+  std::vector<int32_t> expired_;
   std::vector<std::function<void(const Status&)>> connect_waiters_;
-  bool writing_ = false;
+  bool write_in_progress_ = false;
   std::unordered_map<int32_t, Pending> pending_;
   std::atomic<size_t> pending_count_{0};
   uint32_t next_serial_ = 1;
@@ -127,6 +172,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::vector<uint8_t> read_buffer_;
   std::vector<codec::Frame> frames_;
   std::atomic<int64_t> last_activity_ns_;
+  std::atomic<uint64_t> writes_started_{0};
+  std::atomic<uint64_t> deadline_timer_arms_{0};
 };
 
 }  // namespace tubemq::net

@@ -19,22 +19,27 @@ const meta::Partition* PartitionRouter::Choose(const std::string& topic,
                                                const std::vector<meta::Partition>& partitions,
                                                const std::optional<std::string>& key,
                                                const Usable& usable,
-                                               const std::optional<std::string>& pinned) {
+                                               const std::optional<std::string>& pinned,
+                                               const std::vector<std::string>* keys) {
   if (partitions.empty()) return nullptr;
-  if (pinned) {
-    for (const auto& partition : partitions) {
-      if (partition.Key() == *pinned) return &partition;
+  if (pinned || key) {
+    std::vector<std::string> built;
+    if (keys == nullptr || keys->size() != partitions.size()) {
+      built.reserve(partitions.size());
+      for (const auto& partition : partitions) built.push_back(partition.Key());
+      keys = &built;
     }
-    return nullptr;
-  }
-  if (key) {
-    std::vector<const meta::Partition*> sorted;
-    sorted.reserve(partitions.size());
-    for (const auto& partition : partitions) sorted.push_back(&partition);
-    std::sort(sorted.begin(), sorted.end(), [](const meta::Partition* a, const meta::Partition* b) {
-      return a->Key() < b->Key();
-    });
-    return sorted[StableHash(*key) % sorted.size()];
+    if (pinned) {
+      for (size_t i = 0; i < partitions.size(); ++i) {
+        if ((*keys)[i] == *pinned) return &partitions[i];
+      }
+      return nullptr;
+    }
+    std::vector<size_t> sorted(partitions.size());
+    for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+    std::sort(sorted.begin(), sorted.end(),
+              [keys](size_t a, size_t b) { return (*keys)[a] < (*keys)[b]; });
+    return &partitions[sorted[StableHash(*key) % sorted.size()]];
   }
   auto [slot, inserted] = next_by_topic_.try_emplace(topic, 0);
   if (inserted) slot->second = random_();

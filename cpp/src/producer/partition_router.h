@@ -27,10 +27,13 @@ class PartitionRouter {
   // ignores `usable`, like a key. Keyed messages ignore `usable`: moving a key
   // to another partition would break the ordering the key promises. Round robin skips
   // unusable partitions, and takes the next one anyway when all are unusable.
+  // `keys`, when given, holds partitions[i].Key() at index i, computed once by the caller,
+  // so that keyed and pinned sends build no strings.
   const meta::Partition* Choose(const std::string& topic,
                                 const std::vector<meta::Partition>& partitions,
                                 const std::optional<std::string>& key, const Usable& usable,
-                                const std::optional<std::string>& pinned = std::nullopt);
+                                const std::optional<std::string>& pinned = std::nullopt,
+                                const std::vector<std::string>* keys = nullptr);
 
   // FNV-1a, 64 bit: stable across processes, platforms and versions.
   static uint64_t StableHash(std::string_view key);

@@ -265,6 +265,7 @@ void Producer::Impl::OnHeartbeatReply(const Status& status, codec::RpcReply&& re
     }
     CarryOverMissingTopics(topics);
     topics_ = std::move(topics);
+    RebuildTargets();
   }
   FinishHeartbeat(result);
 }

@@ -5,6 +5,7 @@
 // network layer, or into a completion). Completions run on I/O threads.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -71,12 +72,21 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   void FinishHeartbeat(const Status& status);
   // --- send path (send_path.cc) ---
   struct SendJob;
+  struct SendTarget;
+  // The checks that need no producer state (no lock); also encodes the message data.
   Status CheckLocally(SendJob& job, OutgoingMessage& message);
-  void Attempt(std::shared_ptr<SendJob> job);
-  void OnSendReply(std::shared_ptr<SendJob> job, const meta::Partition& partition,
-                   const Status& status, codec::RpcReply&& reply);
+  // Called with mutex_ held: the first attempt's checks against the producer's state.
+  Status CheckAgainstState(const SendJob& job, const Status& local) const;
+  // `first_check`: the local checks' verdict on a first attempt; null on a retry.
+  void Attempt(std::shared_ptr<SendJob> job, const Status* first_check);
+  void OnSendReply(std::shared_ptr<SendJob> job, const SendTarget& target, const Status& status,
+                   codec::RpcReply&& reply);
   void Retry(std::shared_ptr<SendJob> job, const Status& why);
-  void FinishSend(const std::shared_ptr<SendJob>& job, const Status& status, SendResult&& result);
+  // `counted`: the caller already counted the outcome in counters_.
+  void FinishSend(const std::shared_ptr<SendJob>& job, const Status& status, SendResult&& result,
+                  bool counted = false);
+  // Called with mutex_ held, whenever topics_ changes: rebuilds targets_.
+  void RebuildTargets();
   void ReleaseSendSlot();
   // Runs `then` once no send is in flight, or when `deadline` passes.
   void WhenDrained(std::chrono::milliseconds deadline, std::function<void()> then);
@@ -113,6 +123,16 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   int64_t broker_checksum_ = -1;  // -1: no broker list applied yet
   meta::BrokerMap brokers_;
   std::map<std::string, meta::TopicPartitions> topics_;
+  // Per topic, index for index with topics_[topic].partitions: what a send to each
+  // partition reports, its strings built once per topic map instead of per reply.
+  struct TopicTargets {
+    std::vector<std::shared_ptr<const SendTarget>> targets;
+    std::vector<std::string> keys;  // targets[i]->key, for the router
+  };
+  std::map<std::string, TopicTargets> targets_;
+  // The connection last used per broker id, so that a send finds it without the pool's
+  // lock and without building the pool's string key; replaced when closed.
+  std::map<int32_t, std::shared_ptr<net::ClientConnection>> broker_links_;
   // Published topics the last heartbeats did not report, and since when.
   std::map<std::string, std::chrono::steady_clock::time_point> topic_missing_since_;
   std::set<std::string> published_;
@@ -123,6 +143,10 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   producer::PartitionRouter router_;
   producer::BrokerShield shield_;
   int32_t in_flight_ = 0;
+  int32_t slot_waiters_ = 0;  // threads inside AcquireSendSlot()
+  // How many places must be free before a waiting sender is woken: 1 for small windows
+  // (as before), up to 256 for large ones.
+  int32_t SlotWakeBatch() const { return std::clamp(options_.max_in_flight / 16, 1, 256); }
   std::condition_variable slot_freed_;
   std::function<void()> on_drained_;
   bool heartbeat_in_flight_ = false;

@@ -1,6 +1,8 @@
 // The producer's send path (behaviour.md §2.5-2.8): local checks, partition choice,
 // the SendMessage request, the reply, retries that cannot duplicate, broker shielding,
 // and the in-flight window that gives callers backpressure.
+#include <algorithm>
+
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
@@ -41,11 +43,8 @@ bool Ambiguous(const Status& status) {
          status.code() == ErrorCode::kServiceStopped;
 }
 
-bool HasPartition(const std::vector<meta::Partition>& partitions, const std::string& key) {
-  for (const auto& partition : partitions) {
-    if (partition.Key() == key) return true;
-  }
-  return false;
+bool HasKey(const std::vector<std::string>& keys, const std::string& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
 }  // namespace
@@ -55,6 +54,7 @@ struct Producer::Impl::SendJob {
   std::optional<std::string> key;
   std::optional<std::string> partition;  // pinned by the caller
   meta::MessageData data;
+  int32_t checksum = 0;  // of data.data, computed once for every attempt
   std::string msg_type;
   std::string msg_time;
   SendCallback callback;
@@ -62,11 +62,35 @@ struct Producer::Impl::SendJob {
   std::set<int32_t> failed_brokers;  // avoided by retries where possible
 };
 
+// The partition a request went to, with the strings its result reports, built once
+// per heartbeat's topic map rather than on every reply.
+struct Producer::Impl::SendTarget {
+  meta::Partition partition;
+  std::string key;             // partition.Key()
+  std::string broker_address;  // partition.broker.endpoint.ToString()
+};
+
+void Producer::Impl::RebuildTargets() {
+  targets_.clear();
+  for (const auto& [topic, partitions] : topics_) {
+    TopicTargets& entry = targets_[topic];
+    entry.targets.reserve(partitions.partitions.size());
+    entry.keys.reserve(partitions.partitions.size());
+    for (const meta::Partition& partition : partitions.partitions) {
+      entry.targets.push_back(std::make_shared<const SendTarget>(
+          SendTarget{partition, partition.Key(), partition.broker.endpoint.ToString()}));
+      entry.keys.push_back(entry.targets.back()->key);
+    }
+  }
+}
+
 bool Producer::Impl::AcquireSendSlot(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
+  ++slot_waiters_;
   const bool free = slot_freed_.wait_for(lock, wait, [this] {
     return in_flight_ < options_.max_in_flight || state_ != State::kRunning;
   });
+  --slot_waiters_;
   if (!free) return false;
   // A closed producer takes the slot too: the send then fails with 420 and gives it back.
   ++in_flight_;
@@ -80,9 +104,16 @@ int32_t Producer::Impl::InFlight() const {
 
 void Producer::Impl::ReleaseSendSlot() {
   std::function<void()> drained;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (in_flight_ > 0) --in_flight_;
+    // A sender waiting on a full window is woken once a batch of places is free (or
+    // none is in use), not on every reply: waking it per reply cost a context switch
+    // per message, and it then sent one message per wake. Its wait re-checks the window
+    // at its deadline, so a bounded wait still takes a place that freed meanwhile.
+    wake = slot_waiters_ > 0 &&
+           (options_.max_in_flight - in_flight_ >= SlotWakeBatch() || in_flight_ == 0);
     // Only the last send out takes the close's continuation. (Clearing it on every
     // release dropped it whenever close() began with two or more sends in flight; the
     // close then waited for its safety timer, the RPC timeout, 10 s by default.)
@@ -91,7 +122,7 @@ void Producer::Impl::ReleaseSendSlot() {
       on_drained_ = nullptr;
     }
   }
-  slot_freed_.notify_one();
+  if (wake) slot_freed_.notify_all();
   if (drained) drained();
 }
 
@@ -128,47 +159,48 @@ void Producer::Impl::Send(OutgoingMessage message, SendCallback callback) {
   job->partition = std::move(message.partition);
   job->msg_type = message.msg_type;
   job->msg_time = message.msg_time;
-  // Every local check runs before any network traffic; failures go through the callback,
+  // The checks that need no producer state run before the lock; the rest, and the
+  // choice of partition, under one lock in Attempt(). Failures go through the callback,
   // which FinishSend() calls without holding mutex_.
-  const Status checked = CheckLocally(*job, message);
-  if (!checked.ok()) {
-    FinishSend(job, checked, SendResult{});
-    return;
-  }
-  Attempt(std::move(job));
+  Status local = CheckLocally(*job, message);
+  Attempt(std::move(job), &local);
 }
 
 Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != State::kRunning) return Status(ErrorCode::kClientShutdown, "the producer is closed");
-  }
   if (job.topic.empty()) return Status(ErrorCode::kTopicBlank, "the topic is blank");
   if (message.body.empty()) return Status(ErrorCode::kBodyEmpty, "the message body is empty");
   std::string attribute;
   Status built = meta::BuildAttribute(message, attribute);
   if (!built.ok()) return built;
   job.data = meta::EncodeMessageData(attribute, std::move(message.body));
-  int64_t limit = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (published_.count(job.topic) == 0) {
-      return Status(ErrorCode::kTopicUnpublished,
-                    "topic '" + job.topic + "' is not published by this producer; publish it first");
-    }
-    const auto found = topics_.find(job.topic);
-    if (found == topics_.end() || found->second.partitions.empty()) {
-      return Status(ErrorCode::kTopicNoPartition,
-                    "topic '" + job.topic + "' has no writable partition at the moment");
-    }
-    if (job.partition && !HasPartition(found->second.partitions, *job.partition)) {
-      return Status(ErrorCode::kTopicNoPartition,
-                    "partition '" + *job.partition + "' is not a writable partition of topic '" +
-                        job.topic + "' at the moment");
-    }
-    limit = found->second.max_message_size > 0 ? found->second.max_message_size
-                                               : max_message_size_;
+  job.checksum = meta::MaskedCrc32(job.data.data);
+  return Status::OK();
+}
+
+// Called with mutex_ held, on a first attempt: the checks against the producer's state,
+// in the order the caller sees their errors (a closed producer first, then the local
+// checks, then the topic's).
+Status Producer::Impl::CheckAgainstState(const SendJob& job, const Status& local) const {
+  if (state_ != State::kRunning) return Status(ErrorCode::kClientShutdown, "the producer is closed");
+  if (!local.ok()) return local;
+  if (published_.count(job.topic) == 0) {
+    return Status(ErrorCode::kTopicUnpublished,
+                  "topic '" + job.topic + "' is not published by this producer; publish it first");
   }
+  const auto found = topics_.find(job.topic);
+  if (found == topics_.end() || found->second.partitions.empty()) {
+    return Status(ErrorCode::kTopicNoPartition,
+                  "topic '" + job.topic + "' has no writable partition at the moment");
+  }
+  const auto routes = targets_.find(job.topic);
+  if (job.partition &&
+      (routes == targets_.end() || !HasKey(routes->second.keys, *job.partition))) {
+    return Status(ErrorCode::kTopicNoPartition,
+                  "partition '" + *job.partition + "' is not a writable partition of topic '" +
+                      job.topic + "' at the moment");
+  }
+  const int64_t limit = found->second.max_message_size > 0 ? found->second.max_message_size
+                                                           : max_message_size_;
   if (static_cast<int64_t>(job.data.data.size()) > limit) {
     return Status(ErrorCode::kMessageTooLarge,
                   "message of " + std::to_string(job.data.data.size()) +
@@ -178,44 +210,56 @@ Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
   return Status::OK();
 }
 
-void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
-  pb::SendMessageRequestP2B request;
-  std::optional<meta::Partition> chosen;
+void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_check) {
+  std::shared_ptr<const SendTarget> target;
+  std::shared_ptr<net::ClientConnection> connection;
+  int64_t visit_token = 0;
+  std::string auth_token;
+  Status refused;  // by the first attempt's checks
   {
-    // Retries still go out while closing: close waits for sends in flight.
+    // The one lock of a send: state checks (first attempt), partition choice, tokens and
+    // the broker's connection. Retries still go out while closing: close waits for
+    // sends in flight.
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto found = topics_.find(job->topic);
-    if (found != topics_.end()) {
-      const auto now = Clock::now();
-      const meta::Partition* partition = router_.Choose(
-          job->topic, found->second.partitions, job->key,
-          [this, &job, now](const meta::Partition& candidate) {
-            return job->failed_brokers.count(candidate.broker.id) == 0 &&
-                   !shield_.Shielded(candidate.broker.id, now);
-          },
-          job->partition);
-      if (partition != nullptr) chosen = *partition;
-    }
-    if (chosen) {
-      request.set_clientid(client_id_);
-      request.set_topicname(job->topic);
-      request.set_partitionid(chosen->id);
-      request.set_data(job->data.data);
-      request.set_flag(job->data.flag);
-      request.set_checksum(meta::MaskedCrc32(job->data.data));
-      request.set_sentaddr(sent_addr_);
-      if (!job->msg_type.empty()) request.set_msgtype(job->msg_type);
-      if (!job->msg_time.empty()) request.set_msgtime(job->msg_time);
-      auto* auth = request.mutable_authinfo();
-      auth->set_visitauthorizedtoken(visit_token_);
-      if (!auth_token_.empty()) {
-        auth->set_authauthorizedtoken(auth_token_);
-      } else if (credentials_.enabled()) {
-        auth->set_authauthorizedtoken(credentials_.BrokerToken());
+    if (first_check != nullptr) refused = CheckAgainstState(*job, *first_check);
+    if (refused.ok()) {
+      const auto found = topics_.find(job->topic);
+      const auto routes = targets_.find(job->topic);
+      if (found != topics_.end() && routes != targets_.end()) {
+        const auto now = Clock::now();
+        const auto& partitions = found->second.partitions;
+        const meta::Partition* partition = router_.Choose(
+            job->topic, partitions, job->key,
+            [this, &job, now](const meta::Partition& candidate) {
+              return job->failed_brokers.count(candidate.broker.id) == 0 &&
+                     !shield_.Shielded(candidate.broker.id, now);
+            },
+            job->partition, &routes->second.keys);
+        if (partition != nullptr) {
+          // targets_ is built from the same vector, index for index.
+          target = routes->second.targets[static_cast<size_t>(partition - partitions.data())];
+        }
+      }
+      if (target) {
+        visit_token = visit_token_;
+        if (!auth_token_.empty()) {
+          auth_token = auth_token_;
+        } else if (credentials_.enabled()) {
+          auth_token = credentials_.BrokerToken();
+        }
+        const auto link = broker_links_.find(target->partition.broker.id);
+        if (link != broker_links_.end() && !link->second->closed() &&
+            link->second->endpoint() == target->partition.broker.endpoint) {
+          connection = link->second;
+        }
       }
     }
   }
-  if (!chosen) {
+  if (!refused.ok()) {
+    FinishSend(job, refused, SendResult{});  // never under mutex_
+    return;
+  }
+  if (!target) {
     // A pinned partition can stop being writable between the check and a retry.
     FinishSend(job,
                Status(ErrorCode::kTopicNoPartition,
@@ -227,26 +271,53 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job) {
                SendResult{});
     return;
   }
+  if (!connection) {
+    // First send to this broker, or its connection was lost: ask the pool (which counts
+    // the reconnect), and remember the answer for the sends that follow.
+    connection = broker_connections_.Get(target->partition.broker.endpoint);
+    std::lock_guard<std::mutex> lock(mutex_);
+    broker_links_[target->partition.broker.id] = connection;
+  }
+  const meta::Partition& chosen = target->partition;
+  pb::SendMessageRequestP2B request;
+  request.set_clientid(client_id_);
+  request.set_topicname(job->topic);
+  request.set_partitionid(chosen.id);
+  request.set_flag(job->data.flag);
+  request.set_checksum(job->checksum);
+  request.set_sentaddr(sent_addr_);
+  if (!job->msg_type.empty()) request.set_msgtype(job->msg_type);
+  if (!job->msg_time.empty()) request.set_msgtime(job->msg_time);
+  auto* auth = request.mutable_authinfo();
+  auth->set_visitauthorizedtoken(visit_token);
+  if (!auth_token.empty()) auth->set_authauthorizedtoken(std::move(auth_token));
   ++job->attempts;
-  auto connection = broker_connections_.Get(chosen->broker.endpoint);
+  // The message data is lent to the request, not copied: the request is serialized
+  // (once, into the frame) before SendRequest returns, and the job keeps the data for a
+  // retry.
+  request.mutable_data()->swap(job->data.data);
   service::SendRequest(*connection, codec::Method::kSendMessage, request, rpc_timeout(),
-                       [self = shared_from_this(), job, partition = *chosen](
-                           const Status& status, codec::RpcReply&& reply) {
-                         self->OnSendReply(job, partition, status, std::move(reply));
+                       [self = shared_from_this(), job, target](const Status& status,
+                                                                codec::RpcReply&& reply) {
+                         self->OnSendReply(job, *target, status, std::move(reply));
                        });
+  request.mutable_data()->swap(job->data.data);
 }
 
-void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Partition& partition,
+void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const SendTarget& target,
                                  const Status& status, codec::RpcReply&& reply) {
+  const meta::Partition& partition = target.partition;
   pb::SendMessageResponseB2P response;
   Status result = status.ok() ? service::ParseReply(reply, response) : status;
   if (result.ok() && !response.success()) {
     result = Status(static_cast<ErrorCode>(response.errcode()),
-                    "broker " + partition.broker.endpoint.ToString() + " refused the message for " +
-                        partition.Key() + ": " + response.errmsg());
+                    "broker " + target.broker_address + " refused the message for " +
+                        target.key + ": " + response.errmsg());
   }
+  const bool retry = !result.ok() && NotStored(result) && job->attempts <= options_.send_retries;
   const auto now = Clock::now();
   {
+    // One lock for the shield's verdict and the counters.
     std::lock_guard<std::mutex> lock(mutex_);
     if (result.ok()) {
       shield_.OnSuccess(partition.broker.id);
@@ -260,13 +331,18 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
       shield_.OnUnreachable(partition.broker.id, now,
                             /*probeable=*/result.code() != ErrorCode::kRequestTimeout);
     }
+    if (retry) {
+      ++counters_.retries;
+    } else {
+      ++(result.ok() ? counters_.sent_ok : counters_.sent_failed);
+    }
   }
   if (result.ok()) {
     SendResult sent;
     sent.topic = job->topic;
-    sent.partition_key = partition.Key();
+    sent.partition_key = target.key;
     sent.partition_id = partition.id;
-    sent.broker_address = partition.broker.endpoint.ToString();
+    sent.broker_address = target.broker_address;
     sent.message_id = response.has_messageid() ? response.messageid() : -2;
     if (!response.has_messageid()) {
       int64_t parsed = 0;
@@ -275,10 +351,10 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
     sent.append_time = response.has_appendtime() ? response.appendtime() : -2;
     sent.append_offset = response.has_appendoffset() ? response.appendoffset() : -2;
     sent.attempts = job->attempts;
-    FinishSend(job, Status::OK(), std::move(sent));
+    FinishSend(job, Status::OK(), std::move(sent), /*counted=*/true);
     return;
   }
-  if (NotStored(result) && job->attempts <= options_.send_retries) {
+  if (retry) {
     job->failed_brokers.insert(partition.broker.id);
     Retry(std::move(job), result);
     return;
@@ -298,26 +374,23 @@ void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const meta::Parti
     result = Status(result.code(),
                     result.message() + " (after " + std::to_string(job->attempts) + " attempts)");
   }
-  FinishSend(job, result, SendResult{});
+  FinishSend(job, result, SendResult{}, /*counted=*/true);
 }
 
 void Producer::Impl::Retry(std::shared_ptr<SendJob> job, const Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++counters_.retries;
-  }
+  // counters_.retries was counted with the reply.
   TUBEMQ_LOG_DEBUG("retrying a send to '" << job->topic << "' after: " << why.message());
   // A short pause, growing with each attempt, lets a busy broker (419) recover.
   auto timer = std::make_shared<asio::steady_timer>(
       engine_->io(), std::chrono::milliseconds(50 * job->attempts));
   timer->async_wait([self = shared_from_this(), timer, job](const asio::error_code&) {
-    self->Attempt(job);
+    self->Attempt(job, nullptr);
   });
 }
 
 void Producer::Impl::FinishSend(const std::shared_ptr<SendJob>& job, const Status& status,
-                                SendResult&& result) {
-  {
+                                SendResult&& result, bool counted) {
+  if (!counted) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++(status.ok() ? counters_.sent_ok : counters_.sent_failed);
   }

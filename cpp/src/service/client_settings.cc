@@ -1,7 +1,9 @@
 #include "service/client_settings.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 
 namespace tubemq {
@@ -15,6 +17,23 @@ std::string MasterListProblem(std::string_view masters) {
 }  // namespace tubemq
 
 namespace tubemq::service {
+namespace {
+
+// Every send asks whether the client was created before a fork(). getpid() answered
+// that with a system call each time (glibc no longer caches the pid); a counter that
+// an atfork handler bumps in the child answers it with a load.
+std::atomic<uint64_t> g_fork_generation{0};
+
+void CountFork() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
+
+uint64_t ForkGeneration() {
+  // Registered before the first client exists, so no fork after it goes unseen.
+  static const bool registered = pthread_atfork(nullptr, nullptr, &CountFork) == 0;
+  (void)registered;
+  return g_fork_generation.load(std::memory_order_relaxed);
+}
+
+}  // namespace
 
 Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters,
                             std::shared_ptr<net::TlsContext>& tls) {
@@ -43,7 +62,8 @@ std::future<Status> ReadyFuture(Status status) {
   return promise.get_future();
 }
 
-ClientShell::ClientShell(const char* kind) : kind_(kind), pid_(getpid()) {}
+ClientShell::ClientShell(const char* kind)
+    : kind_(kind), pid_(getpid()), fork_generation_(ForkGeneration()) {}
 
 Status ClientShell::Usable() const {
   if (!construction.ok()) return construction;
@@ -56,7 +76,7 @@ Status ClientShell::Usable() const {
   return Status::OK();
 }
 
-bool ClientShell::InChild() const { return getpid() != pid_; }
+bool ClientShell::InChild() const { return ForkGeneration() != fork_generation_; }
 
 void ClientShell::Release() {
   if (lease && !InChild()) lease->Release();

@@ -42,7 +42,8 @@ class ClientShell {
 
  private:
   const char* kind_;
-  int pid_;
+  int pid_;  // for the message only: InChild() compares fork generations
+  uint64_t fork_generation_;
 };
 
 // A future and the callback that completes it.

@@ -16,7 +16,9 @@ void SendSerialized(net::ClientConnection& connection, codec::Method method,
 void SendRequest(net::ClientConnection& connection, codec::Method method,
                  const google::protobuf::MessageLite& request, std::chrono::milliseconds timeout,
                  ReplyCallback callback) {
-  SendSerialized(connection, method, request.SerializeAsString(), timeout, std::move(callback));
+  // Serialized once, straight into the frame (no intermediate strings).
+  connection.CallFrame(codec::EncodeRequestFrame(method, timeout.count(), request), timeout,
+                       std::move(callback));
 }
 
 Status ReplyStatus(const codec::RpcReply& reply) {
