@@ -15,6 +15,7 @@ void RegisterMessages(py::module_& module);
 void RegisterConsumer(py::module_& module);
 void RegisterInLong(py::module_& module);
 void RegisterNames(py::module_& module);
+void RegisterSendHandle(py::module_& module);
 }  // namespace tubemq::bindings
 
 PYBIND11_MODULE(_core, module) {
@@ -28,4 +29,5 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterConsumer(module);
   tubemq::bindings::RegisterInLong(module);
   tubemq::bindings::RegisterNames(module);
+  tubemq::bindings::RegisterSendHandle(module);
 }
