@@ -58,6 +58,9 @@ class DeliveryTracker:
         self._changed = self._board.condition
         self._pending: dict[int, SendHandle | None] = {}
         self._callbacks: dict[int, DeliveryCallback] = {}
+        # Sends of the batch whose callbacks are running: still in `_pending`, so that
+        # flush() waits for their callbacks, but known and no longer in flight.
+        self._settling = 0
         self._thread: threading.Thread | None = None
         self._stopping = False
 
@@ -86,8 +89,10 @@ class DeliveryTracker:
             self._changed.notify_all()
 
     def pending(self) -> int:
+        """Sends whose outcome is not known yet (those whose callbacks are running now
+        are done: they no longer count, although flush() still waits for them)."""
         with self._changed:
-            return len(self._pending)
+            return len(self._pending) - self._settling
 
     def wait_empty(self, timeout: float | None) -> int:
         """Waits until every queued send is completed; returns how many are left."""
@@ -148,6 +153,7 @@ class DeliveryTracker:
             if not work:
                 self._forget_all(deliveries)
                 return
+            self._settling = sum(1 for delivery in deliveries if delivery[0] in self._pending)
         for handle, done, callback, code, message, result in work:
             if handle is not None:
                 for fn in done:
@@ -165,6 +171,7 @@ class DeliveryTracker:
         pop = self._pending.pop
         for delivery in deliveries:
             pop(delivery[0], None)
+        self._settling = 0
         self._changed.notify_all()
 
 
