@@ -95,7 +95,13 @@ class DeliveryTracker:
             return len(self._pending) - self._settling
 
     def wait_empty(self, timeout: float | None) -> int:
-        """Waits until every queued send is completed; returns how many are left."""
+        """Waits until every queued send is completed and its callbacks ran; returns how
+        many are left. From a callback (on the delivery thread) it cannot wait for the
+        callbacks of its own batch: there it waits for the outcomes only, as before."""
+        if threading.current_thread() is self._thread:
+            with self._changed:
+                self._changed.wait_for(lambda: self.pending() == 0, timeout)
+                return self.pending()
         with self._changed:
             self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
@@ -154,6 +160,7 @@ class DeliveryTracker:
                 self._forget_all(deliveries)
                 return
             self._settling = sum(1 for delivery in deliveries if delivery[0] in self._pending)
+            self._changed.notify_all()  # result() need not wait for the callbacks
         for handle, done, callback, code, message, result in work:
             if handle is not None:
                 for fn in done:
