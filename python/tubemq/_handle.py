@@ -180,13 +180,14 @@ def settle(
 ) -> list[Callable[[SendHandle], object]]:
     """Records a handle's outcome; returns its done-callbacks to run. Called with the
     board's condition held (the one round the delivery thread takes per batch)."""
+    # The status last: result() reads it without the lock, then the outcome.
     if result is not None:
-        handle._status = SUCCEEDED
         handle._outcome = result
+        handle._status = SUCCEEDED
     else:
-        handle._status = FAILED
         handle._code = code
         handle._outcome = message
+        handle._status = FAILED
     token = handle._token
     if board.waiters:
         for waiter in board.waiters.pop(token, ()):
