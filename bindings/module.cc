@@ -16,6 +16,7 @@ void RegisterMessageCursor(py::module_& module);
 void RegisterConsumer(py::module_& module);
 void RegisterInLong(py::module_& module);
 void RegisterNames(py::module_& module);
+void RegisterSendHandle(py::module_& module);
 }  // namespace tubemq::bindings
 
 PYBIND11_MODULE(_core, module) {
@@ -30,4 +31,5 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterConsumer(module);
   tubemq::bindings::RegisterInLong(module);
   tubemq::bindings::RegisterNames(module);
+  tubemq::bindings::RegisterSendHandle(module);
 }

@@ -100,6 +100,7 @@ CONFIG = [(5, "type"), ("master=127.0.0.1:1", "type"), ([("master", "h:1")], "ty
 GOOD_CALLS: dict[tuple[str, str], dict[str, Any]] = {
     ("Producer", "send"): {"topic": TOPIC, "value": b"x"},
     ("Producer", "send_async"): {"topic": TOPIC, "value": b"x"},
+    ("Producer", "produce"): {"topic": TOPIC, "value": b"x"},
     ("Producer", "publish"): {"topics": TOPIC},
     ("Producer", "partitions"): {"topic": TOPIC},
     ("Producer", "flush"): {},
@@ -143,6 +144,7 @@ _MESSAGE = {
 BAD_VALUES: dict[tuple[str, str], dict[str, list[tuple[Any, str]]]] = {
     ("Producer", "send"): {**_MESSAGE, "timeout": SEND_TIMEOUT, "partition": PARTITION},
     ("Producer", "send_async"): {**_MESSAGE, "callback": CALLBACK, "partition": PARTITION},
+    ("Producer", "produce"): {**_MESSAGE, "on_delivery": CALLBACK, "partition": PARTITION},
     ("Producer", "publish"): {"topics": TOPICS, "timeout": POSITIVE_TIMEOUT},
     ("Producer", "partitions"): {"topic": REQUIRED_TEXT},
     ("Producer", "flush"): {"timeout": WAIT_TIMEOUT},

@@ -37,7 +37,7 @@ from tubemq.errors import (
     TopicNotDeployedError,
     TubeMQError,
 )
-from tubemq.producer import Producer, SendResult
+from tubemq.producer import Producer, SendHandle, SendResult
 
 __version__: str = _core.__version__
 
@@ -64,6 +64,7 @@ __all__ = [
     "Producer",
     "QueueFullError",
     "RemoteError",
+    "SendHandle",
     "SendResult",
     "ServerError",
     "TimeoutError",

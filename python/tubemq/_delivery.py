@@ -1,11 +1,16 @@
-"""Completing asynchronous sends in Python: futures, callbacks, and flush().
+"""Completing asynchronous sends in Python: handles, callbacks, and flush().
 
 Each producer that has sent asynchronously owns one daemon thread, ``tubemq-delivery``,
 started with its first ``send_async()``. It waits on the producer's native delivery
 queue with the GIL released and, for every outcome, completes the send's
-``concurrent.futures.Future`` and then calls its callback. So callbacks and future
-done-callbacks run on that thread, one at a time, in completion order, never while a
-native lock is held. A callback that raises is logged and does not stop the others.
+:class:`~tubemq._handle.SendHandle` (if it has one), runs the handle's done-callbacks and
+then calls its delivery callback. So callbacks run on that thread, one at a time, in
+completion order, never while a native lock is held. A callback that raises is logged
+and does not stop the others.
+
+Per pending send the tracker keeps one dict entry (token to handle, or to None when the
+caller wanted only a callback) and, only when a callback was given, one entry in a
+second dict: no object per send the cyclic GC would have to walk (issue 25).
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any, Optional
 
 from tubemq import _core
+from tubemq._handle import HandleBoard, SendHandle, run_done_callback, settle
 from tubemq.errors import TubeMQError, error_from_code
 
 DeliveryCallback = Callable[[Optional[TubeMQError], Optional[_core.SendResult]], Any]
@@ -29,6 +34,16 @@ _CLOSED_FIRST = (
     "the producer closed before the broker answered; the message may be stored, so "
     "sending it again may store it twice"
 )
+# What runs after a batch's lock round: a handle, its done-callbacks, the delivery
+# callback, and the outcome (code, text, SendResult or None).
+_Work = tuple[
+    Optional[SendHandle],
+    list[Callable[[SendHandle], object]],
+    Optional[DeliveryCallback],
+    int,
+    str,
+    Any,
+]
 
 
 class DeliveryTracker:
@@ -37,37 +52,56 @@ class DeliveryTracker:
     def __init__(self, native: _core.Producer) -> None:
         self._native = native
         self._tokens = itertools.count(1)
-        self._pending: dict[int, tuple[Future[_core.SendResult], DeliveryCallback | None]] = {}
-        self._changed = threading.Condition()
+        # Handles hold the board, not the tracker: a handle kept after its producer was
+        # dropped must not keep the native producer alive.
+        self._board = HandleBoard()
+        self._changed = self._board.condition
+        self._pending: dict[int, SendHandle | None] = {}
+        self._callbacks: dict[int, DeliveryCallback] = {}
+        # Sends of the batch whose callbacks are running: still in `_pending`, so that
+        # flush() waits for their callbacks, but known and no longer in flight.
+        self._settling = 0
         self._thread: threading.Thread | None = None
         self._stopping = False
 
-    def register(self, callback: DeliveryCallback | None) -> tuple[int, Future[_core.SendResult]]:
-        """A token and future for a send about to be queued."""
-        future: Future[_core.SendResult] = Future()
-        future.set_running_or_notify_cancel()
+    def register(
+        self, callback: DeliveryCallback | None, handle: bool = True
+    ) -> tuple[int, SendHandle | None]:
+        """A token, and a handle unless ``handle`` is False, for a send about to be queued."""
         token = next(self._tokens)
+        made = SendHandle(self._board, token) if handle else None
         with self._changed:
-            self._pending[token] = (future, callback)
+            self._pending[token] = made
+            if callback is not None:
+                self._callbacks[token] = callback
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="tubemq-delivery", daemon=True
                 )
                 self._thread.start()
-        return token, future
+        return token, made
 
     def forget(self, token: int) -> None:
         """Drops a token whose send never got queued (it raised before)."""
         with self._changed:
             self._pending.pop(token, None)
+            self._callbacks.pop(token, None)
             self._changed.notify_all()
 
     def pending(self) -> int:
+        """Sends whose outcome is not known yet (those whose callbacks are running now
+        are done: they no longer count, although flush() still waits for them)."""
         with self._changed:
-            return len(self._pending)
+            return len(self._pending) - self._settling
 
     def wait_empty(self, timeout: float | None) -> int:
-        """Waits until every queued send is completed; returns how many are left."""
+        """Waits until every queued send is completed and its callbacks ran; returns how
+        many are left. From a callback (on the delivery thread) it cannot wait for the
+        callbacks of its own batch: there it waits for the outcomes only, as before."""
+        if threading.current_thread() is self._thread:
+            with self._changed:
+                self._changed.wait_for(lambda: self.pending() == 0, timeout)
+                return self.pending()
         with self._changed:
             self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
@@ -97,47 +131,55 @@ class DeliveryTracker:
                     leftovers = list(self._pending)
                 else:
                     leftovers = []
-            for token in leftovers:
-                self._complete(token, _OUTCOME_UNKNOWN, _CLOSED_FIRST, None)
+            if leftovers:
+                self._complete_all(
+                    [(token, _OUTCOME_UNKNOWN, _CLOSED_FIRST, None) for token in leftovers]
+                )
 
     def _complete_all(self, deliveries: list[tuple[int, int, str, Any]]) -> None:
-        # One lock round for the whole drained batch, not two per send: the lock and
-        # the waiters' wake-ups were a large share of the async send path's cost.
+        # At most two lock rounds for a whole drained batch, not two per send: the lock
+        # and the waiters' wake-ups were a large share of the async send path's cost.
+        # Handles are settled under it (add_done_callback() decides under it too);
+        # callbacks run between the rounds, never under it. A send leaves `_pending`
+        # only after its callbacks ran, so flush() returning means they have.
+        missing = _MISSING
+        work: list[_Work] = []
         with self._changed:
-            entries = [
-                (self._pending.pop(token, None), code, message, result)
-                for token, code, message, result in deliveries
-            ]
-        for entry, code, message, result in entries:
-            if entry is not None:
-                self._resolve(entry, code, message, result)
+            get = self._pending.get
+            callbacks = self._callbacks
+            board = self._board
+            for token, code, message, result in deliveries:
+                handle = get(token, missing)
+                if handle is missing:
+                    continue  # completed already (closing) or never queued
+                done = settle(board, handle, code, message, result) if handle is not None else []
+                callback = callbacks.pop(token, None) if callbacks else None
+                if done or callback is not None:
+                    work.append((handle, done, callback, code, message, result))
+            if not work:
+                self._forget_all(deliveries)
+                return
+            self._settling = sum(1 for delivery in deliveries if delivery[0] in self._pending)
+            self._changed.notify_all()  # result() need not wait for the callbacks
+        for handle, done, callback, code, message, result in work:
+            if handle is not None:
+                for fn in done:
+                    run_done_callback(fn, handle)
+            if callback is not None:
+                error = None if result is not None else error_from_code(code, message)
+                try:
+                    callback(error, result)
+                except Exception:
+                    _log.exception("a delivery callback raised")
         with self._changed:
-            self._changed.notify_all()
+            self._forget_all(deliveries)
 
-    def _complete(self, token: int, code: int, message: str, result: Any) -> None:
-        with self._changed:
-            entry = self._pending.pop(token, None)
-        if entry is None:
-            return
-        self._resolve(entry, code, message, result)
-        with self._changed:
-            self._changed.notify_all()
+    def _forget_all(self, deliveries: list[tuple[int, int, str, Any]]) -> None:
+        pop = self._pending.pop
+        for delivery in deliveries:
+            pop(delivery[0], None)
+        self._settling = 0
+        self._changed.notify_all()
 
-    def _resolve(
-        self,
-        entry: tuple[Future[_core.SendResult], DeliveryCallback | None],
-        code: int,
-        message: str,
-        result: Any,
-    ) -> None:
-        future, callback = entry
-        error = None if result is not None else error_from_code(code, message)
-        if error is None:
-            future.set_result(result)
-        else:
-            future.set_exception(error)
-        if callback is not None:
-            try:
-                callback(error, result)
-            except Exception:
-                _log.exception("a delivery callback raised")
+
+_MISSING: Any = object()

@@ -2,9 +2,9 @@
 
 They wrap the blocking clients without adding a thread that spins:
 
-* A send is the producer's asynchronous send; its ``concurrent.futures.Future`` is
-  completed on the producer's delivery thread and reaches the event loop through
-  ``asyncio.wrap_future`` (which uses ``loop.call_soon_threadsafe``). An
+* A send is the producer's asynchronous send without a handle (``produce``); its
+  delivery callback, on the producer's delivery thread, completes an asyncio future
+  through ``loop.call_soon_threadsafe``. An
   ``asyncio.Semaphore`` of ``max_in_flight`` places keeps the native window from ever
   filling, so a send never blocks the loop.
 * Calls that wait for the network (start, publish, poll, commit, flush, close) run on
@@ -22,13 +22,13 @@ import concurrent.futures
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 from tubemq import producer as _producer
 from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
 from tubemq._consuming import Committable, ConsumerBase, Item, Message, _wait_s
 from tubemq.consumer import Consumer as _SyncConsumer
-from tubemq.errors import ClientClosedError
+from tubemq.errors import ClientClosedError, TubeMQError
 from tubemq.inlong import ConsumedRecord
 from tubemq.producer import BytesLike, MsgTime, Partition, SendResult
 
@@ -52,6 +52,23 @@ class _OneThread:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False)
+
+
+def _settle(
+    outcome: asyncio.Future[SendResult],
+    window: asyncio.Semaphore,
+    error: TubeMQError | None,
+    result: SendResult | None,
+) -> None:
+    """On the loop: frees the send's place in the window and completes its future (unless
+    the awaiting task was cancelled meanwhile: the send itself goes on regardless)."""
+    window.release()
+    if outcome.done():
+        return
+    if error is not None:
+        outcome.set_exception(error)
+    else:
+        outcome.set_result(cast(SendResult, result))
 
 
 class Producer:
@@ -103,21 +120,31 @@ class Producer:
         assert window is not None  # set with the producer by start()
         await window.acquire()
         loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[SendResult] = loop.create_future()
+
+        def on_delivery(error: TubeMQError | None, result: SendResult | None) -> None:
+            # On the delivery thread: hand the outcome to the loop, unless it is gone.
+            if not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(_settle, outcome, window, error, result)
+                except RuntimeError:  # closed in the meantime
+                    pass
+
         try:
-            future = producer.send_async(
+            producer.produce(
                 topic,
                 value,
                 key=key,
                 attrs=attrs,
                 msg_type=msg_type,
                 msg_time=msg_time,
+                on_delivery=on_delivery,
                 partition=partition,
             )
         except BaseException:
             window.release()
             raise
-        future.add_done_callback(lambda _: loop.call_soon_threadsafe(window.release))
-        return await asyncio.wrap_future(future)
+        return await outcome
 
     async def flush(self, timeout: float | None = None) -> int:
         """As :meth:`tubemq.Producer.flush`: None waits as long as it takes, 0 only counts."""

@@ -4,9 +4,10 @@ The class is a thin shell over the native producer: it validates the configurati
 starts the native client, and turns native errors into :mod:`tubemq.errors` exceptions.
 Every blocking call releases the GIL and can be interrupted with Ctrl-C.
 
-Where callbacks run: futures returned by :meth:`Producer.send_async` are completed, and
-their delivery callbacks called, on the producer's ``tubemq-delivery`` thread (see
-:mod:`tubemq._delivery`); never on a native I/O thread, never under a native lock.
+Where callbacks run: handles returned by :meth:`Producer.send_async` are completed, and
+their done-callbacks and delivery callbacks called, on the producer's ``tubemq-delivery``
+thread (see :mod:`tubemq._delivery`); never on a native I/O thread, never under a native
+lock.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import datetime
 import time
 import weakref
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Union, cast
 
@@ -34,6 +34,7 @@ from tubemq._config import (
     native_producer_options,
 )
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
+from tubemq._handle import SendHandle as SendHandle
 from tubemq._stats import StatsCallback, StatsReporter
 from tubemq.errors import ArgumentTypeError, ConfigError
 
@@ -275,27 +276,72 @@ class Producer:
         msg_time: MsgTime = None,
         callback: DeliveryCallback | None = None,
         partition: Partition = None,
-    ) -> Future[SendResult]:
-        """Queues one message; returns a future of its :class:`SendResult`.
+    ) -> SendHandle:
+        """Queues one message; returns a :class:`SendHandle` of its :class:`SendResult`.
 
-        ``callback(error, result)`` is called once as well (error ``None`` on success).
+        The handle acts as a ``concurrent.futures.Future``: ``result(timeout)``,
+        ``exception(timeout)``, ``done()``, ``add_done_callback(fn)``, and
+        ``concurrent.futures.wait`` / ``as_completed`` accept it; ``cancel()`` returns
+        False (a queued send is not taken back). ``callback(error, result)`` is called
+        once as well (error ``None`` on success). When only the callback is wanted,
+        :meth:`produce` queues the same send without making a handle.
+
         ``partition`` as for :meth:`send` (an unknown one raises here). Only bad arguments
         (:class:`ConfigError`, checked before anything is queued) and a full window (with
         ``block_on_full=False``: :class:`QueueFullError`) raise here; every other failure
-        arrives through the future and the callback.
+        arrives through the handle and the callback.
         """
+        handle = self._queue(
+            topic, value, key, attrs, msg_type, msg_time, callback, partition, True
+        )
+        assert handle is not None  # asked for one
+        return handle
+
+    def produce(
+        self,
+        topic: str,
+        value: BytesLike,
+        *,
+        key: str | None = None,
+        attrs: Mapping[str, str] | None = None,
+        msg_type: str | None = None,
+        msg_time: MsgTime = None,
+        on_delivery: DeliveryCallback | None = None,
+        partition: Partition = None,
+    ) -> None:
+        """Queues one message as :meth:`send_async` does, without a handle: its outcome
+        reaches only ``on_delivery(error, result)`` (if given), on the delivery thread.
+
+        The cheapest way to send many messages: nothing per send is left for Python to
+        keep but the callback you pass (share one function rather than making a closure
+        per message). :meth:`flush` waits for these sends as for any other.
+        """
+        self._queue(topic, value, key, attrs, msg_type, msg_time, on_delivery, partition, False)
+
+    def _queue(
+        self,
+        topic: object,
+        value: object,
+        key: object,
+        attrs: object,
+        msg_type: object,
+        msg_time: object,
+        callback: DeliveryCallback | None,
+        partition: Partition,
+        with_handle: bool,
+    ) -> SendHandle | None:
         message = _message_arguments(topic, value, key, attrs, msg_type, msg_time)
         _check_partition(partition, key)
-        check_callable(callback, "callback")
+        check_callable(callback, "on_delivery" if not with_handle else "callback")
         native = self._live()
         pinned = None if partition is None else _resolve_partition(native, message[0], partition)
-        token, future = self._deliveries.register(callback)
+        token, handle = self._deliveries.register(callback, with_handle)
         try:
             native.send_async(*message, token, self._block, pinned)
         except BaseException:
             self._deliveries.forget(token)
             raise
-        return future
+        return handle
 
     def flush(self, timeout: float | None = None) -> int:
         """Waits until every queued send has completed; returns how many are still pending.

@@ -123,7 +123,7 @@ def write_rows(
             topics.add(topic)
             attrs = row[attrs_at] if attrs_at is not None else None
             msg_time = row[time_at] if time_at is not None else None
-            producer.send_async(
+            producer.produce(  # the callback is all the sink needs: no handle per row
                 topic,
                 value,
                 key=row[key_at] if key_at is not None else None,
@@ -131,7 +131,7 @@ def write_rows(
                 attrs={k: v for k, v in attrs.items() if v is not None} if attrs else None,
                 msg_type=row[type_at] if type_at is not None else None,
                 msg_time=msg_time,
-                callback=failures,
+                on_delivery=failures,
             )
             count += 1
             if failures.first is not None:

@@ -1,0 +1,207 @@
+"""``SendHandle``: what ``Producer.send_async()`` returns, a Future without a Future's weight.
+
+A ``concurrent.futures.Future`` per pending send was about twelve GC-tracked objects (its
+Condition, RLock, waiter and callback lists, ...): with 20,000 sends in flight every full
+collection walked them all with the GIL held (issue 25). A handle is one object of a
+native type the cyclic GC does not track (``_core.SendHandle``: its board, its token,
+its outcome); its methods are Python functions installed on that type here. What a
+Future keeps per instance lives on the producer's one :class:`HandleBoard` instead, and
+only while someone asked for it: one Condition that every ``result()`` waits on,
+done-callbacks and ``concurrent.futures`` waiters by token.
+
+A handle never holds an exception or a callback: either may reference the handle back,
+and a cycle through an untracked object is never collected. ``exception()`` and
+``result()`` make the error afresh from the code and text the broker's answer left.
+
+The Future protocol kept: ``result``, ``exception``, ``done``, ``running``,
+``cancelled``, ``cancel`` (always False: a queued send cannot be taken back), and
+``add_done_callback``; ``concurrent.futures.wait`` and ``as_completed`` accept handles
+(they reach ``_condition``, ``_state`` and ``_waiters``, provided below).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tubemq import _core
+from tubemq.errors import TubeMQError, error_from_code
+
+_log = logging.getLogger("tubemq.delivery")
+
+PENDING, SUCCEEDED, FAILED = 0, 1, 2
+
+
+class HandleBoard:
+    """What the handles of one producer share: the Condition their waits use, and the
+    done-callbacks and ``concurrent.futures`` waiters of the few handles that have any."""
+
+    __slots__ = ("condition", "done_callbacks", "waiters")
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.done_callbacks: dict[int, list[Callable[[SendHandle], object]]] = {}
+        self.waiters: dict[int, _Waiters] = {}
+
+
+class _Waiters(list):  # type: ignore[type-arg]  # concurrent.futures' private waiter objects
+    """A handle's ``concurrent.futures`` waiters. ``wait()`` and ``as_completed()`` remove
+    their waiter after the handle completed, when the board no longer keeps the list:
+    removing from the fresh empty one then is not an error."""
+
+    def remove(self, value: Any) -> None:
+        if value in self:
+            super().remove(value)
+
+
+SendHandle = _core.SendHandle
+"""The outcome of one asynchronous send, once the broker has answered.
+
+It acts as a ``concurrent.futures.Future[SendResult]`` completed on the producer's
+``tubemq-delivery`` thread. Not an instance of ``Future``: for asyncio, await
+:meth:`tubemq.aio.Producer.send`, or complete a loop future from ``callback=``.
+"""
+
+
+# The methods below are set on the native type (see _install): a Python subclass would
+# make every handle GC-tracked again.
+
+
+def _done(self: SendHandle) -> bool:
+    """True once the send succeeded or failed."""
+    return self._status != PENDING
+
+
+def _running(self: SendHandle) -> bool:
+    """True until the outcome is known (a queued send is always running)."""
+    return self._status == PENDING
+
+
+def _cancelled(self: SendHandle) -> bool:
+    """Always False: a send is never cancelled."""
+    return False
+
+
+def _cancel(self: SendHandle) -> bool:
+    """Always False: the message was already handed to the producer, which sends it;
+    nothing takes it back (as for a running ``concurrent.futures.Future``)."""
+    return False
+
+
+def _result(self: SendHandle, timeout: float | None = None) -> _core.SendResult:
+    """The :class:`SendResult`; raises the send's error if it failed, and
+    ``concurrent.futures.TimeoutError`` if no outcome within ``timeout`` seconds."""
+    if self._status == PENDING:
+        _wait(self, timeout)
+    if self._status == FAILED:
+        raise error_from_code(self._code, self._outcome)
+    return self._outcome  # type: ignore[no-any-return]
+
+
+def _exception(self: SendHandle, timeout: float | None = None) -> TubeMQError | None:
+    """The send's error (a new exception object each call), or None if it succeeded;
+    ``concurrent.futures.TimeoutError`` if no outcome within ``timeout`` seconds."""
+    if self._status == PENDING:
+        _wait(self, timeout)
+    if self._status == FAILED:
+        return error_from_code(self._code, self._outcome)
+    return None
+
+
+def _add_done_callback(self: SendHandle, fn: Callable[[SendHandle], object]) -> None:
+    """Calls ``fn(handle)`` once the outcome is known, on the delivery thread; at once,
+    on this thread, if it is known already. An exception it raises is logged."""
+    board: HandleBoard = self._owner
+    with board.condition:
+        if self._status == PENDING:
+            board.done_callbacks.setdefault(self._token, []).append(fn)
+            return
+    run_done_callback(fn, self)
+
+
+def _repr(self: SendHandle) -> str:
+    state = ("pending", "succeeded", "failed")[self._status]
+    return f"<SendHandle {self._token} {state}>"
+
+
+def _wait(handle: SendHandle, timeout: float | None) -> None:
+    board: HandleBoard = handle._owner
+    with board.condition:
+        if not board.condition.wait_for(lambda: handle._status != PENDING, timeout):
+            raise concurrent.futures.TimeoutError()
+
+
+# What concurrent.futures.wait() and as_completed() read of a Future.
+def _condition(self: SendHandle) -> threading.Condition:
+    board: HandleBoard = self._owner
+    return board.condition
+
+
+def _state(self: SendHandle) -> str:
+    return "RUNNING" if self._status == PENDING else "FINISHED"
+
+
+def _waiters(self: SendHandle) -> _Waiters:
+    # Read under the board's condition (wait() holds it), as the completion writes.
+    if self._status != PENDING:
+        return _Waiters()  # a completed handle notifies nobody any more
+    board: HandleBoard = self._owner
+    waiters = board.waiters.get(self._token)
+    if waiters is None:
+        waiters = board.waiters[self._token] = _Waiters()
+    return waiters
+
+
+def _install() -> None:
+    for name, member in {
+        "done": _done,
+        "running": _running,
+        "cancelled": _cancelled,
+        "cancel": _cancel,
+        "result": _result,
+        "exception": _exception,
+        "add_done_callback": _add_done_callback,
+        "__repr__": _repr,
+        "_condition": property(_condition),
+        "_state": property(_state),
+        "_waiters": property(_waiters),
+    }.items():
+        setattr(SendHandle, name, member)
+
+
+_install()
+
+
+def settle(
+    board: HandleBoard, handle: SendHandle, code: int, message: str, result: Any
+) -> list[Callable[[SendHandle], object]]:
+    """Records a handle's outcome; returns its done-callbacks to run. Called with the
+    board's condition held (the one round the delivery thread takes per batch)."""
+    # The status last: result() reads it without the lock, then the outcome.
+    if result is not None:
+        handle._outcome = result
+        handle._status = SUCCEEDED
+    else:
+        handle._code = code
+        handle._outcome = message
+        handle._status = FAILED
+    token = handle._token
+    if board.waiters:
+        for waiter in board.waiters.pop(token, ()):
+            if result is not None:
+                waiter.add_result(handle)
+            else:
+                waiter.add_exception(handle)
+    if board.done_callbacks:
+        return board.done_callbacks.pop(token, [])
+    return []
+
+
+def run_done_callback(fn: Callable[[SendHandle], object], handle: SendHandle) -> None:
+    try:
+        fn(handle)
+    except Exception:
+        _log.exception("a done-callback of %r raised", handle)

@@ -1,0 +1,191 @@
+"""The handle send_async() returns, against a stand-in native producer: its Future
+contract, and that a pending send leaves the cyclic GC nothing to walk (issue 25)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import gc
+import logging
+import queue
+import threading
+
+import pytest
+
+import tubemq
+from tubemq._delivery import DeliveryTracker
+from tubemq._handle import SendHandle
+
+
+class FakeNative:
+    """The two calls the tracker makes of a native producer: outcomes are pushed by the
+    test, as the I/O thread would push them onto the delivery queue."""
+
+    def __init__(self) -> None:
+        self._outcomes: queue.Queue[tuple[int, int, str, object] | None] = queue.Queue()
+
+    def answer(self, token: int, result: object = None, code: int = 0, text: str = "") -> None:
+        self._outcomes.put((token, code, text, result))
+
+    def drain_deliveries(self, wait_s: float) -> list[tuple[int, int, str, object]]:
+        try:
+            first = self._outcomes.get(timeout=wait_s)
+        except queue.Empty:
+            return []
+        batch = [first] if first is not None else []
+        while True:
+            try:
+                more = self._outcomes.get_nowait()
+            except queue.Empty:
+                return batch
+            if more is not None:
+                batch.append(more)
+
+    def wake_deliveries(self) -> None:
+        self._outcomes.put(None)
+
+
+@pytest.fixture
+def tracked():
+    native = FakeNative()
+    tracker = DeliveryTracker(native)  # type: ignore[arg-type]
+    yield native, tracker
+    tracker.stop(5.0)
+
+
+def _send(tracker: DeliveryTracker, callback=None) -> tuple[int, SendHandle]:
+    token, handle = tracker.register(callback)
+    assert handle is not None
+    return token, handle
+
+
+def test_a_handle_is_not_tracked_by_the_cyclic_gc(tracked):
+    _, tracker = tracked
+    _, handle = _send(tracker)
+    assert isinstance(handle, tubemq.SendHandle)
+    assert gc.is_tracked(handle) is False
+    assert not hasattr(handle, "__dict__")
+
+
+def test_pending_sends_add_almost_no_gc_tracked_objects(tracked):
+    native, tracker = tracked
+    _send(tracker)  # starts the delivery thread before counting
+    gc.collect()
+    before = len(gc.get_objects())
+    handles = [_send(tracker)[1] for _ in range(5000)]
+    tokens_with_callbacks = [tracker.register(None, handle=False)[0] for _ in range(5000)]
+    grown = len(gc.get_objects()) - before
+    # The list holding the handles is one object; a Future each was some twelve.
+    assert grown < 50, grown
+    assert tracker.pending() == 10001
+    for handle in handles:
+        native.answer(handle._token, result="stored")
+    for token in tokens_with_callbacks:
+        native.answer(token, result="stored")
+    native.answer(1, result="stored")
+    assert tracker.wait_empty(10) == 0
+
+
+def test_result_exception_done_and_cancel(tracked):
+    native, tracker = tracked
+    ok_token, ok = _send(tracker)
+    bad_token, bad = _send(tracker)
+    assert not ok.done() and ok.running() and not ok.cancelled()
+    with pytest.raises(concurrent.futures.TimeoutError):
+        ok.result(timeout=0.05)
+    with pytest.raises(concurrent.futures.TimeoutError):
+        bad.exception(timeout=0.05)
+    assert ok.cancel() is False  # a queued send is not taken back
+    native.answer(ok_token, result="stored")
+    native.answer(bad_token, code=443, text="topic not published")
+    assert ok.result(timeout=5) == "stored"
+    assert ok.exception() is None
+    error = bad.exception(timeout=5)
+    assert isinstance(error, tubemq.TubeMQError) and error.code == 443
+    with pytest.raises(tubemq.TubeMQError) as info:
+        bad.result()
+    assert info.value.code == 443 and "not published" in info.value.message
+    assert ok.done() and bad.done() and not ok.running()
+    assert ok.cancel() is False and not ok.cancelled()
+
+
+def test_done_callbacks_before_and_after_completion(tracked):
+    native, tracker = tracked
+    token, handle = _send(tracker)
+    seen: list[tuple[str, SendHandle, str]] = []
+    handle.add_done_callback(lambda h: seen.append(("early", h, threading.current_thread().name)))
+    native.answer(token, result="stored")
+    handle.result(timeout=5)
+    assert tracker.wait_empty(5) == 0  # callbacks ran before the send left the tracker
+    handle.add_done_callback(lambda h: seen.append(("late", h, threading.current_thread().name)))
+    assert seen == [
+        ("early", handle, "tubemq-delivery"),
+        ("late", handle, threading.current_thread().name),
+    ]
+
+
+def test_concurrent_futures_wait_and_as_completed_accept_handles(tracked):
+    native, tracker = tracked
+    sends = [_send(tracker) for _ in range(6)]
+    handles = [handle for _, handle in sends]
+    done, not_done = concurrent.futures.wait(handles, timeout=0.05)
+    assert not done and len(not_done) == 6
+    native.answer(sends[2][0], result="stored")
+    done, not_done = concurrent.futures.wait(
+        handles, timeout=5, return_when=concurrent.futures.FIRST_COMPLETED
+    )
+    assert done == {handles[2]}
+    native.answer(sends[4][0], code=443, text="not published")
+    done, _ = concurrent.futures.wait(
+        handles, timeout=5, return_when=concurrent.futures.FIRST_EXCEPTION
+    )
+    assert handles[4] in done
+    for token, _ in sends:
+        native.answer(token, result="stored")  # a second answer is ignored
+    completed = list(concurrent.futures.as_completed(handles, timeout=5))
+    assert sorted(completed, key=id) == sorted(handles, key=id)
+    done, not_done = concurrent.futures.wait(handles, timeout=5)
+    assert len(done) == 6 and not not_done
+    assert handles[4].exception().code == 443
+    assert handles[0].result() == "stored"
+
+
+def test_raising_callbacks_are_logged_and_do_not_stop_the_others(tracked, caplog):
+    native, tracker = tracked
+    calls: list[object] = []
+
+    def bad(error, result):
+        raise RuntimeError("callback bug")
+
+    sends = [_send(tracker, callback=bad) for _ in range(3)]
+    sends.append(_send(tracker, callback=lambda error, result: calls.append(result)))
+    sends[0][1].add_done_callback(lambda handle: 1 / 0)
+    with caplog.at_level(logging.ERROR, logger="tubemq.delivery"):
+        for token, _ in sends:
+            native.answer(token, result="stored")
+        assert tracker.wait_empty(5) == 0
+    assert calls == ["stored"]
+    assert all(handle.result() == "stored" for _, handle in sends)
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("a delivery callback raised" in text for text in messages) == 3
+    assert sum("done-callback" in text for text in messages) == 1
+
+
+def test_a_callback_only_send_has_no_handle_and_flush_waits_for_it(tracked):
+    native, tracker = tracked
+    outcomes: list[tuple[object, object]] = []
+    token, handle = tracker.register(lambda error, result: outcomes.append((error, result)), False)
+    assert handle is None
+    assert tracker.wait_empty(0.05) == 1
+    native.answer(token, result="stored")
+    assert tracker.wait_empty(5) == 0
+    assert outcomes == [(None, "stored")]
+
+
+def test_stopping_fails_what_is_left_with_outcome_unknown(tracked):
+    _, tracker = tracked
+    _, handle = _send(tracker)
+    errors: list[object] = []
+    tracker.register(lambda error, result: errors.append(error), False)
+    tracker.stop(5.0)
+    assert handle.exception(timeout=5).code == 1003
+    assert [getattr(error, "code", None) for error in errors] == [1003]
