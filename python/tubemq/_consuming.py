@@ -193,15 +193,9 @@ class ConsumerBase(Generic[Item]):
         message = self._cursor.take(timeout)
         if message is not None:
             return message
-        native = self._live()
-        if self._auto_commit:
-            self._commit_outstanding(native)
-        batch = native.poll(timeout)
-        self._after_fetch(native)
+        batch = self._next_batch(self._live(), timeout)
         if batch is None:
-            self._warn_if_waiting_for_commits()
             return None
-        self._track(batch)
         self._cursor.load(batch)
         # None for a batch left empty by local filtering: nothing arrived to hand out.
         return self._cursor.take(0)
@@ -250,6 +244,11 @@ class ConsumerBase(Generic[Item]):
                 "poll_batch() while poll() has messages of a batch left to hand out",
                 key="poll_batch",
             )
+        return self._next_batch(native, timeout)
+
+    def _next_batch(self, native: _core.Consumer, timeout: float) -> _core.Batch | None:
+        """The next fetched batch, tracked until it is settled (the batches handed out
+        before it committed first, with ``auto_commit``); None after ``timeout``."""
         if self._auto_commit:
             self._commit_outstanding(native)
         batch = native.poll(timeout)
