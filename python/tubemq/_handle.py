@@ -16,15 +16,17 @@ and a cycle through an untracked object is never collected. ``exception()`` and
 The Future protocol kept: ``result``, ``exception``, ``done``, ``running``,
 ``cancelled``, ``cancel`` (always False: a queued send cannot be taken back), and
 ``add_done_callback``; ``concurrent.futures.wait`` and ``as_completed`` accept handles
-(they reach ``_condition``, ``_state`` and ``_waiters``, provided below).
+(they reach ``_condition``, ``_state`` and ``_waiters``, provided below); and a coroutine
+may ``await`` a handle.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from tubemq import _core
@@ -122,6 +124,30 @@ def _add_done_callback(self: SendHandle, fn: Callable[[SendHandle], object]) -> 
     run_done_callback(fn, self)
 
 
+def _await(self: SendHandle) -> Generator[Any, None, _core.SendResult]:
+    """``await handle`` in a coroutine: the event loop waits for the outcome without a
+    thread (``asyncio.wrap_future`` wants a real Future; this is its place), then it is
+    the result, or the send's error is raised."""
+    if self._status == PENDING:
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def wake(_: SendHandle) -> None:  # on the delivery thread
+            try:
+                loop.call_soon_threadsafe(_set_done, waiter)
+            except RuntimeError:
+                pass  # the loop closed meanwhile: nobody waits any more
+
+        self.add_done_callback(wake)
+        yield from waiter.__await__()
+    return _result(self)
+
+
+def _set_done(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def _repr(self: SendHandle) -> str:
     state = ("pending", "succeeded", "failed")[self._status]
     return f"<SendHandle {self._token} {state}>"
@@ -164,6 +190,7 @@ def _install() -> None:
         "result": _result,
         "exception": _exception,
         "add_done_callback": _add_done_callback,
+        "__await__": _await,
         "__repr__": _repr,
         "_condition": property(_condition),
         "_state": property(_state),

@@ -3,6 +3,7 @@ contract, and that a pending send leaves the cyclic GC nothing to walk (issue 25
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import gc
 import logging
@@ -189,3 +190,20 @@ def test_stopping_fails_what_is_left_with_outcome_unknown(tracked):
     tracker.stop(5.0)
     assert handle.exception(timeout=5).code == 1003
     assert [getattr(error, "code", None) for error in errors] == [1003]
+
+
+def test_a_coroutine_may_await_a_handle(tracked):
+    # asyncio.wrap_future() wants a concurrent.futures.Future; `await handle` is the way.
+    native, tracker = tracked
+    token_ok, ok = _send(tracker)
+    token_bad, bad = _send(tracker)
+
+    async def main():
+        threading.Timer(0.1, native.answer, (token_ok, "stored")).start()
+        result = await ok
+        threading.Timer(0.1, native.answer, (token_bad, None, 443, "not published")).start()
+        with pytest.raises(tubemq.TubeMQError) as failed:
+            await bad
+        return result, failed.value.code, await ok  # a done handle answers at once
+
+    assert asyncio.run(main()) == ("stored", 443, "stored")
