@@ -58,6 +58,18 @@ def test_options_are_case_insensitive_and_typed():
     }
 
 
+def test_every_boolean_option_takes_the_same_spellings():
+    # One parser for the source's own switches and the client's (tubemq.*) ones.
+    for text, value in (("true", True), ("YES", True), ("1", True), ("False", False),
+                        ("no", False), ("0", False)):  # fmt: skip
+        own = source_options({**BASE, "failOnDataLoss": text}, streaming=True)
+        client = source_options({**BASE, "tubemq.tls_enable": text}, streaming=False)
+        assert own.fail_on_data_loss is value and client.client == {"tls_enable": value}
+    with pytest.raises(ConfigError) as caught:
+        source_options({**BASE, "tubemq.tls_enable": "perhaps"}, streaming=False)
+    assert caught.value.key == "tubemq.tls_enable"
+
+
 @pytest.mark.parametrize(
     ("extra", "streaming", "named"),
     [

@@ -259,16 +259,24 @@ def _int(options: Mapping[str, str], key: Key) -> int | None:
     return value
 
 
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def _parse_bool(text: str) -> bool | None:
+    """A Spark option's text as a bool (true/false, 1/0, yes/no, any case), else None."""
+    lowered = text.strip().lower()
+    return True if lowered in _TRUE else False if lowered in _FALSE else None
+
+
 def _bool(options: Mapping[str, str], key: Key) -> bool:
     name = key.name
     text = _get(options, name)
     if text is None:
         return bool(key.default)
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise ConfigError(f"option '{name}' must be true or false, got {text!r}", key=name)
+    value = _parse_bool(text)
+    if value is None:
+        raise ConfigError(f"option '{name}' must be true or false, got {text!r}", key=name)
+    return value
 
 
 def _topics(options: Mapping[str, str]) -> tuple[str, ...]:
@@ -346,8 +354,9 @@ def _convert_client_value(key: str, option: str, text: str) -> Any:
     declared = _CLIENT_KEY_TYPES[key]
     types = declared if isinstance(declared, tuple) else (declared,)
     if bool in types:
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true"
+        value = _parse_bool(text)
+        if value is not None:
+            return value
     elif int in types:
         try:
             return int(text)
