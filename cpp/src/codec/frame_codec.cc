@@ -7,6 +7,12 @@
 #include "codec/big_endian.h"
 
 namespace tubemq::codec {
+namespace {
+
+// The most a frame's first block makes the reader reserve for the rest (FrameReader).
+constexpr size_t kReserveCap = size_t{4} << 20;
+
+}  // namespace
 
 std::string EncodeFrame(int32_t serial, std::string_view payload) {
   const size_t blocks = std::max<size_t>(1, (payload.size() + kWriteBlockSize - 1) / kWriteBlockSize);
@@ -85,12 +91,20 @@ Status FrameReader::Feed(const uint8_t* data, size_t size, std::vector<Frame>& o
                       std::to_string(limits_.max_payload_size) + " bytes");
         }
         block_left_ = static_cast<size_t>(length);
+        if (current_.payload.empty()) {
+          // Peers cut a frame into blocks of one size, so the first block's length times
+          // the count is the frame's size: reserved once, the payload is not moved as
+          // it grows (a fetch reply is half a megabyte). Capped, so that a peer that
+          // announces much and sends little cannot make us hold much.
+          const size_t expected = static_cast<size_t>(length) * blocks_left_;
+          current_.payload.reserve(std::min({expected, kReserveCap, limits_.max_payload_size}));
+        }
         state_ = State::kBlockData;
         [[fallthrough]];
       }
       case State::kBlockData: {
-        // Appending as bytes arrive (rather than reserving the announced length) keeps
-        // memory proportional to what the peer actually sent.
+        // Appending as bytes arrive; beyond the capped reservation above, memory stays
+        // proportional to what the peer actually sent.
         const size_t take = std::min(size, block_left_);
         current_.payload.append(reinterpret_cast<const char*>(data), take);
         data += take;
