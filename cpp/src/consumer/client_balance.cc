@@ -191,7 +191,7 @@ void Consumer::Impl::RegisterV2(int attempts_left, Done done) {
 void Consumer::Impl::HeartbeatV2() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != State::kRunning || heartbeat_in_flight_) return;
+    if (!life_.running() || heartbeat_in_flight_) return;
     heartbeat_in_flight_ = true;
   }
   std::vector<std::string> held = FormatHeld(cache_.Held());
@@ -262,7 +262,7 @@ void Consumer::Impl::HeartbeatV2() {
 void Consumer::Impl::ConsumeFromMax() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!from_max_pending_ || state_ != State::kRunning) return;
+    if (!from_max_pending_ || !life_.running()) return;
     from_max_pending_ = false;
   }
   // The admin asked the group to skip its backlog: every held partition starts again at

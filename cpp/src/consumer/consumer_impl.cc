@@ -52,7 +52,7 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
 
 bool Consumer::Impl::Running() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return state_ == State::kRunning;
+  return life_.running();
 }
 
 std::vector<std::string> Consumer::Impl::HeldSubscribeInfo() const {
@@ -64,21 +64,20 @@ std::vector<std::string> Consumer::Impl::HeldSubscribeInfo() const {
 }
 
 void Consumer::Impl::Start(Done done) {
+  Status answer;
+  bool registers = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != State::kNew) {
-      done(state_ == State::kRunning ? Status::OK()
-                                     : Status(ErrorCode::kClientShutdown, "the consumer is closed"));
-      return;
-    }
-    state_ = State::kStarting;
+    registers = life_.BeginStart("the consumer", answer);
+  }
+  if (!registers) {
+    done(answer);  // never called with mutex_ held
+    return;
   }
   Register(config_.register_attempts, [self = shared_from_this(), done](const Status& status) {
     {
       std::lock_guard<std::mutex> lock(self->mutex_);
-      if (self->state_ == State::kStarting) {
-        self->state_ = status.ok() ? State::kRunning : State::kNew;
-      }
+      self->life_.EndStart(status.ok());
     }
     if (status.ok()) {
       std::weak_ptr<Impl> weak = self;
@@ -114,7 +113,7 @@ void Consumer::Impl::StartHeartbeats(bool eager) {
   // cancels the timer, so a schedule started here is either cancelled by that Close()
   // or never started; a closed member never heartbeats again (nor keeps its process).
   std::lock_guard<std::mutex> lock(mutex_);
-  if (state_ != State::kStarting && state_ != State::kRunning) return;
+  if (!life_.live()) return;
   eager_heartbeats_left_ = eager && interval < period ? kEagerHeartbeats : 0;
   heartbeat_timer_->Start(interval, eager ? std::chrono::milliseconds(0) : period, [weak] {
     auto impl = weak.lock();
@@ -199,7 +198,7 @@ void Consumer::Impl::Register(int attempts_left, Done done) {
 
 bool Consumer::Impl::Closing() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return state_ == State::kClosing || state_ == State::kClosed;
+  return life_.closing();
 }
 
 void Consumer::Impl::AfterRegisterAttempt(const Status& result, int attempts_left, Done done) {
@@ -252,7 +251,7 @@ void Consumer::Impl::Heartbeat() {
   bool sent_result = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != State::kRunning || heartbeat_in_flight_) return;
+    if (!life_.running() || heartbeat_in_flight_) return;
     heartbeat_in_flight_ = true;
     sent_result = !results_.empty();
     const bool report = report_next_ || sent_result;
@@ -418,16 +417,12 @@ std::shared_ptr<net::ClientConnection> Consumer::Impl::BrokerConnection(
 
 void Consumer::Impl::Close(Done done) {
   bool registered = false;
-  bool already_closing = false;
+  bool closes = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    already_closing = state_ == State::kClosing || state_ == State::kClosed;
-    if (!already_closing) {
-      registered = state_ == State::kRunning;
-      state_ = State::kClosing;
-    }
+    closes = life_.BeginClose(registered);
   }
-  if (already_closing) {
+  if (!closes) {
     done(Status::OK());  // never called with mutex_ held
     return;
   }
@@ -436,7 +431,7 @@ void Consumer::Impl::Close(Done done) {
   auto finish = [self = shared_from_this(), done](const Status& status) {
     {
       std::lock_guard<std::mutex> lock(self->mutex_);
-      self->state_ = State::kClosed;
+      self->life_.EndClose();
     }
     done(status);
   };

@@ -24,6 +24,7 @@
 #include "meta/subscribe_info.h"
 #include "net/connection_tracker.h"
 #include "service/credentials.h"
+#include "service/client_life.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
 #include "service/tubemq_service.h"
@@ -71,7 +72,6 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   Counters counters() const;
 
  private:
-  enum class State { kNew, kStarting, kRunning, kClosing, kClosed };
   struct Event {
     int64_t rebalance_id = 0;
     int32_t op_type = 0;
@@ -164,7 +164,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   flowctrl::FlowCtrlRuleHandler flow_rules_;
 
   mutable std::mutex mutex_;
-  State state_ = State::kNew;
+  service::ClientLife life_;
   bool heartbeat_in_flight_ = false;
   // Bound consume: the master has not made the group's first allocation yet, and the
   // member's offsets have not been applied to a CONNECT yet.

@@ -44,7 +44,7 @@ void Consumer::Impl::ProcessNextEvent() {
   Event event;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (event_busy_ || events_.empty() || state_ != State::kRunning) return;
+    if (event_busy_ || events_.empty() || !life_.running()) return;
     event_busy_ = true;
     event = std::move(events_.front());
     events_.pop_front();

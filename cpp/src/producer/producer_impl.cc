@@ -51,23 +51,20 @@ Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
 // --- register ----------------------------------------------------------------------
 
 void Producer::Impl::Start(Done done) {
-  State previous;
+  Status answer;
+  bool registers = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    previous = state_;
-    if (state_ == State::kNew) state_ = State::kStarting;
+    registers = life_.BeginStart("the producer", answer);
   }
-  if (previous != State::kNew) {
-    const bool running = previous == State::kRunning || previous == State::kStarting;
-    done(running ? Status::OK() : Status(ErrorCode::kClientShutdown, "the producer is closed"));
+  if (!registers) {
+    done(answer);  // never called with mutex_ held
     return;
   }
   Register(config_.register_attempts, [self = shared_from_this(), done](const Status& status) {
     {
       std::lock_guard<std::mutex> lock(self->mutex_);
-      if (self->state_ == State::kStarting) {
-        self->state_ = status.ok() ? State::kRunning : State::kNew;
-      }
+      self->life_.EndStart(status.ok());
     }
     if (status.ok()) {
       const auto period = std::chrono::milliseconds(self->config_.heartbeat_period_ms);
@@ -131,7 +128,7 @@ void Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& rep
       engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms),
       [self] {
         std::lock_guard<std::mutex> lock(self->mutex_);
-        return self->state_ != State::kClosing && self->state_ != State::kClosed;
+        return !self->life_.closing();
       },
       "the producer was closed while registering", std::move(done),
       [self, attempts_left](Done next_done) {
@@ -160,7 +157,7 @@ void Producer::Impl::ProbeShieldedBrokers() {
   std::vector<meta::BrokerInfo> targets;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != State::kRunning) return;
+    if (!life_.running()) return;
     for (int32_t id : shield_.Probeable(std::chrono::steady_clock::now())) {
       const auto found = brokers_.find(id);
       if (found != brokers_.end()) targets.push_back(found->second);
@@ -186,7 +183,7 @@ void Producer::Impl::Heartbeat(Done done) {
   bool send = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    running = state_ == State::kRunning;
+    running = life_.running();
     if (running) {
       if (done) next_heartbeat_waiters_.push_back(std::move(done));
       send = !heartbeat_in_flight_;
@@ -283,7 +280,7 @@ void Producer::Impl::FinishHeartbeat(const Status& status) {
     }
     waiters = std::move(current_heartbeat_waiters_);
     current_heartbeat_waiters_.clear();
-    again = !next_heartbeat_waiters_.empty() && state_ == State::kRunning;
+    again = !next_heartbeat_waiters_.empty() && life_.running();
     heartbeat_in_flight_ = again;
   }
   CallAll(waiters, status);
@@ -342,7 +339,7 @@ void Producer::Impl::AwaitPublishable(std::vector<std::string> topics, int attem
         self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms),
         [self] {
           std::lock_guard<std::mutex> lock(self->mutex_);
-          return self->state_ == State::kRunning;
+          return self->life_.running();
         },
         "the producer was closed while publishing", std::move(done),
         [self, topics = std::move(topics), attempts_left](Done next_done) mutable {
@@ -400,16 +397,12 @@ Producer::Counters Producer::Impl::counters() const {
 
 void Producer::Impl::Close(Done done) {
   bool registered = false;
-  bool already_closing = false;
+  bool closes = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    already_closing = state_ == State::kClosing || state_ == State::kClosed;
-    if (!already_closing) {
-      registered = state_ == State::kRunning;
-      state_ = State::kClosing;
-    }
+    closes = life_.BeginClose(registered);
   }
-  if (already_closing) {
+  if (!closes) {
     done(Status::OK());  // never called with mutex_ held
     return;
   }
@@ -419,7 +412,7 @@ void Producer::Impl::Close(Done done) {
     std::vector<Done> waiters;
     {
       std::lock_guard<std::mutex> lock(self->mutex_);
-      self->state_ = State::kClosed;
+      self->life_.EndClose();
       waiters = std::move(self->next_heartbeat_waiters_);
       self->next_heartbeat_waiters_.clear();
     }

@@ -23,6 +23,7 @@
 #include "producer/broker_shield.h"
 #include "producer/partition_router.h"
 #include "net/connection_tracker.h"
+#include "service/client_life.h"
 #include "service/credentials.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
@@ -60,7 +61,6 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   const std::string& client_id() const { return client_id_; }
 
  private:
-  enum class State { kNew, kStarting, kRunning, kClosing, kClosed };
 
   void Register(int attempts_left, Done done);
   void OnRegisterReply(const Status& status, codec::RpcReply&& reply, int attempts_left,
@@ -119,7 +119,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   std::shared_ptr<service::PeriodicTimer> probe_timer_;  // shielded brokers, every second
 
   mutable std::mutex mutex_;
-  State state_ = State::kNew;
+  service::ClientLife life_;
   int64_t broker_checksum_ = -1;  // -1: no broker list applied yet
   meta::BrokerMap brokers_;
   std::map<std::string, meta::TopicPartitions> topics_;
