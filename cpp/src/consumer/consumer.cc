@@ -105,11 +105,7 @@ Consumer::~Consumer() {
 Status Consumer::Usable() const { return shell_->Usable(); }
 
 std::future<Status> Consumer::Start() {
-  Status usable = Usable();
-  if (!usable.ok()) return service::ReadyFuture(usable);
-  auto [future, done] = service::MakeCompletion();
-  impl_->Start(std::move(done));
-  return std::move(future);
+  return service::CallAsFuture(Usable(), [this](auto done) { impl_->Start(std::move(done)); });
 }
 
 Status Consumer::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch) {
@@ -166,14 +162,7 @@ std::vector<std::string> Consumer::HeldPartitions() const {
 }
 
 std::future<Status> Consumer::Close() {
-  Status usable = Usable();
-  if (!usable.ok()) {
-    return service::ReadyFuture(usable.code() == ErrorCode::kInvalidArgument ? Status::OK()
-                                                                            : usable);
-  }
-  auto [future, done] = service::MakeCompletion();
-  impl_->Close(std::move(done));
-  return std::move(future);
+  return service::CloseAsFuture(Usable(), [this](auto done) { impl_->Close(std::move(done)); });
 }
 
 void Consumer::ReleaseService() { shell_->Release(); }

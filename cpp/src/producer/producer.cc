@@ -42,19 +42,13 @@ Producer::~Producer() {
 Status Producer::Usable() const { return shell_->Usable(); }
 
 std::future<Status> Producer::Start() {
-  Status usable = Usable();
-  if (!usable.ok()) return service::ReadyFuture(usable);
-  auto [future, done] = service::MakeCompletion();
-  impl_->Start(std::move(done));
-  return std::move(future);
+  return service::CallAsFuture(Usable(), [this](auto done) { impl_->Start(std::move(done)); });
 }
 
 std::future<Status> Producer::Publish(std::vector<std::string> topics) {
-  Status usable = Usable();
-  if (!usable.ok()) return service::ReadyFuture(usable);
-  auto [future, done] = service::MakeCompletion();
-  impl_->Publish(std::move(topics), std::move(done));
-  return std::move(future);
+  return service::CallAsFuture(Usable(), [this, &topics](auto done) {
+    impl_->Publish(std::move(topics), std::move(done));
+  });
 }
 
 bool Producer::AcquireSendSlot(std::chrono::milliseconds wait) {
@@ -82,15 +76,7 @@ std::vector<std::string> Producer::PublishedTopics() const {
 }
 
 std::future<Status> Producer::Close() {
-  Status usable = Usable();
-  if (!usable.ok()) {
-    // A producer whose config was refused never started: closing it is a no-op.
-    return service::ReadyFuture(usable.code() == ErrorCode::kInvalidArgument ? Status::OK()
-                                                                            : usable);
-  }
-  auto [future, done] = service::MakeCompletion();
-  impl_->Close(std::move(done));
-  return std::move(future);
+  return service::CloseAsFuture(Usable(), [this](auto done) { impl_->Close(std::move(done)); });
 }
 
 void Producer::ReleaseService() { shell_->Release(); }

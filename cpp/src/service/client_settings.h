@@ -49,4 +49,21 @@ class ClientShell {
 // A future and the callback that completes it.
 std::pair<std::future<Status>, std::function<void(const Status&)>> MakeCompletion();
 
+// The future of a client's asynchronous call: ready with `usable` when that is an
+// error (the client cannot be used), else completed by the call `begin(done)` starts.
+template <typename Begin>
+std::future<Status> CallAsFuture(Status usable, Begin&& begin) {
+  if (!usable.ok()) return ReadyFuture(std::move(usable));
+  auto [future, done] = MakeCompletion();
+  begin(std::move(done));
+  return std::move(future);
+}
+
+// Close() of a client: a no-op for one whose settings were refused (it never started).
+template <typename Begin>
+std::future<Status> CloseAsFuture(Status usable, Begin&& begin) {
+  if (usable.code() == ErrorCode::kInvalidArgument) return ReadyFuture(Status::OK());
+  return CallAsFuture(std::move(usable), std::forward<Begin>(begin));
+}
+
 }  // namespace tubemq::service
