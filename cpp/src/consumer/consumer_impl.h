@@ -124,6 +124,8 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void StartFetch(const consumer::RmtDataCacheCsm::Selection& selection);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
                     const Status& status, std::shared_ptr<pb::GetMessageResponseB2C> response);
+  // Settles a batch no message of which reaches the application, from the I/O thread.
+  void CommitUnseen(const meta::Partition& partition, uint64_t token);
   // --- common ---
   std::shared_ptr<net::ClientConnection> BrokerConnection(const meta::Partition& partition);
   std::chrono::milliseconds rpc_timeout() const {

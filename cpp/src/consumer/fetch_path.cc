@@ -211,13 +211,42 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
     booked_[key] = Booked{outcome, Clock::now()};
   }
   if (batch.messages.empty()) {
-    // Everything was filtered out: the batch is settled here, and the flag that says
-    // so rides on the partition's next fetch.
-    cache_.Release(key, selection.token, true, PacingDelayAfterConfirm(key, partition.topic));
+    // Everything was filtered out (or dropped as corrupt): the batch is settled here,
+    // as a confirm would settle it - committed at once, so that offsets() moves with it,
+    // unless commits ride on the next fetch anyway.
+    CommitUnseen(partition, selection.token);
     return;
   }
   // Dropped if the partition's booking moved on meanwhile (released, removed, closed).
   cache_.Park({key, selection.token, bytes, std::move(result)});
+}
+
+void Consumer::Impl::CommitUnseen(const meta::Partition& partition, uint64_t token) {
+  const std::string key = partition.Key();
+  if (options_.commit_on_next_fetch) {
+    cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition.topic));
+    return;
+  }
+  pb::CommitOffsetRequestC2B request;
+  request.set_clientid(client_id_);
+  request.set_topicname(partition.topic);
+  request.set_partitionid(partition.id);
+  request.set_groupname(options_.group);
+  request.set_lastpackconsumed(true);
+  // Not waited for: this runs on the I/O thread. The partition stays in use until the
+  // answer, and whatever it is, the flag settles the batch on the next fetch.
+  service::SendRequest(
+      *BrokerConnection(partition), codec::Method::kCommitOffset, request, rpc_timeout(),
+      [self = shared_from_this(), key, token, topic = partition.topic](
+          const Status& status, codec::RpcReply&& reply) {
+        pb::CommitOffsetResponseB2C response;
+        if (status.ok() && service::ParseReply(reply, response).ok() && response.success()) {
+          Count(self->counters_.commits);
+          self->cache_.UpdateOffsets(key, {response.has_curroffset() ? response.curroffset() : -1,
+                                           response.has_maxoffset() ? response.maxoffset() : -1});
+        }
+        self->cache_.Release(key, token, true, self->PacingDelayAfterConfirm(key, topic));
+      });
 }
 
 Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed) {
