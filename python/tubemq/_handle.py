@@ -22,12 +22,14 @@ may ``await`` a handle.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 from tubemq import _core
 from tubemq.errors import TubeMQError, error_from_code
@@ -129,6 +131,10 @@ def _await(self: SendHandle) -> Generator[Any, None, _core.SendResult]:
     thread (``asyncio.wrap_future`` wants a real Future; this is its place), then it is
     the result, or the send's error is raised."""
     if self._status == PENDING:
+        # Imported here, not with tubemq: asyncio imports ssl, and so the system's
+        # OpenSSL, into a process that may only want the wheel's own (tests/packaging).
+        import asyncio
+
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
 

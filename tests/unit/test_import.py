@@ -23,6 +23,17 @@ def test_import_starts_no_thread_and_no_service():
     assert result.stdout.strip().splitlines()[-1] == "1"
 
 
+def test_import_loads_no_ssl():
+    # asyncio imports ssl, and ssl the system's OpenSSL, beside the one a wheel bundles
+    # (tests/packaging): only tubemq.aio, or awaiting a handle, may bring it in.
+    script = "import sys, tubemq\nprint(sorted({'asyncio', 'ssl'} & set(sys.modules)))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_version_is_exposed():
     import tubemq
 
