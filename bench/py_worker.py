@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import tubemq
 
@@ -78,6 +79,14 @@ class Driver:
             self.published.add(topic)
         return self.producer
 
+    def _consumer(self, topic: str, **settings: Any) -> tubemq.Consumer:
+        """A consumer of a new group (so every window starts afresh); joins settle
+        faster with 1 s heartbeats, as for the other drivers."""
+        return tubemq.Consumer(
+            master=self.master, group=self._group(), topics=[topic], heartbeat_period_ms=1000,
+            **settings,
+        )  # fmt: skip
+
     def _group(self) -> str:
         self.groups += 1
         return f"bench_py_{id(self):x}_{self.groups}"
@@ -126,13 +135,7 @@ class Driver:
         return {"count": count, "bytes": count * size, "elapsed_s": elapsed, "cpu_s": cpu}
 
     def _consume(self, read_attrs: bool, topic: str, seconds: float, max_count: int) -> dict:
-        with tubemq.Consumer(
-            master=self.master,
-            group=self._group(),
-            topics=[topic],
-            consume_from="earliest",
-            heartbeat_period_ms=1000,
-        ) as consumer:
+        with self._consumer(topic, consume_from="earliest") as consumer:
             messages: Iterator[tubemq.Message] = iter(consumer)
             first = next(messages)  # joining is not part of the measure
             head = memoryview(first)
@@ -159,13 +162,7 @@ class Driver:
         """The backlog a batch at a time, as a numpy or Arrow reader takes it: the values
         as one buffer plus offsets (Batch.values()), no Python object per message; each
         batch committed whole."""
-        with tubemq.Consumer(
-            master=self.master,
-            group=self._group(),
-            topics=[topic],
-            consume_from="earliest",
-            heartbeat_period_ms=1000,
-        ) as consumer:
+        with self._consumer(topic, consume_from="earliest") as consumer:
             first = None
             while first is None or not len(first):  # joining is not part of the measure
                 first = consumer.poll_batch(1.0)
@@ -200,14 +197,8 @@ class Driver:
         count, period = max(1, int(seconds * rate)), 1.0 / rate
         latencies: list[float] = []
         producer = self._producer(topic)
-        with tubemq.Consumer(
-            master=self.master,
-            group=self._group(),
-            topics=[topic],
-            consume_from="latest",
-            heartbeat_period_ms=1000,
-            **({"msg_not_found_wait_ms": TUNED_NOT_FOUND_WAIT_MS} if tuned else {}),
-        ) as consumer:
+        tuning = {"msg_not_found_wait_ms": TUNED_NOT_FOUND_WAIT_MS} if tuned else {}
+        with self._consumer(topic, consume_from="latest", **tuning) as consumer:
             # Sends made before the group owns every partition could land where nobody
             # reads yet.
             wanted, deadline = len(producer.partitions(topic)), time.monotonic() + 60
@@ -257,9 +248,7 @@ class Driver:
     def _idle(self, topic: str, seconds: float) -> dict:
         """A consumer of a new group on a topic nobody writes, polled all along as an
         application waiting for data polls: what waiting costs client and broker."""
-        with tubemq.Consumer(
-            master=self.master, group=self._group(), topics=[topic], heartbeat_period_ms=1000
-        ) as consumer:
+        with self._consumer(topic) as consumer:
             deadline = time.monotonic() + 60
             while len(consumer.assignment()) < PARTITIONS:  # joining is not measured
                 if time.monotonic() > deadline:
