@@ -36,6 +36,7 @@ namespace pb {
 class AuthorizedInfo;
 class ClientSubRepInfo;
 class EventProto;
+class CommitOffsetRequestC2B;
 class GetMessageResponseB2C;
 class HeartResponseM2C;
 class OpsTaskInfo;
@@ -126,6 +127,8 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
                     const Status& status, std::shared_ptr<pb::GetMessageResponseB2C> response);
   // Settles a batch no message of which reaches the application, from the I/O thread.
   void CommitUnseen(const meta::Partition& partition, uint64_t token);
+  // The CommitOffset request of a partition's outstanding batch.
+  pb::CommitOffsetRequestC2B CommitRequest(const meta::Partition& partition, bool consumed) const;
   // --- common ---
   std::shared_ptr<net::ClientConnection> BrokerConnection(const meta::Partition& partition);
   std::chrono::milliseconds rpc_timeout() const {

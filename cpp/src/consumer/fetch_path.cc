@@ -221,18 +221,24 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
   cache_.Park({key, selection.token, bytes, std::move(result)});
 }
 
+pb::CommitOffsetRequestC2B Consumer::Impl::CommitRequest(const meta::Partition& partition,
+                                                         bool consumed) const {
+  pb::CommitOffsetRequestC2B request;
+  request.set_clientid(client_id_);
+  request.set_topicname(partition.topic);
+  request.set_partitionid(partition.id);
+  request.set_groupname(options_.group);
+  request.set_lastpackconsumed(consumed);
+  return request;
+}
+
 void Consumer::Impl::CommitUnseen(const meta::Partition& partition, uint64_t token) {
   const std::string key = partition.Key();
   if (options_.commit_on_next_fetch) {
     cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition.topic));
     return;
   }
-  pb::CommitOffsetRequestC2B request;
-  request.set_clientid(client_id_);
-  request.set_topicname(partition.topic);
-  request.set_partitionid(partition.id);
-  request.set_groupname(options_.group);
-  request.set_lastpackconsumed(true);
+  const pb::CommitOffsetRequestC2B request = CommitRequest(partition, true);
   // Not waited for: this runs on the I/O thread. The partition stays in use until the
   // answer, and whatever it is, the flag settles the batch on the next fetch.
   service::SendRequest(
@@ -269,12 +275,7 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
     cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition->topic));
     return Status::OK();
   }
-  pb::CommitOffsetRequestC2B request;
-  request.set_clientid(client_id_);
-  request.set_topicname(partition->topic);
-  request.set_partitionid(partition->id);
-  request.set_groupname(options_.group);
-  request.set_lastpackconsumed(consumed);
+  const pb::CommitOffsetRequestC2B request = CommitRequest(*partition, consumed);
   pb::CommitOffsetResponseB2C response;
   Status status = CallAndWait(*BrokerConnection(*partition), codec::Method::kCommitOffset,
                               request, rpc_timeout(), response);
