@@ -272,7 +272,7 @@ TEST(RmtDataCacheCsmAhead, SmallBatchesLetMoreFetchesGo) {
   EXPECT_GE(started.back(), 5u);   // the estimate came down towards 100 KiB
 }
 
-TEST(RmtDataCacheCsmAhead, AParkedBatchComesFirstAndWakesAWaiter) {
+TEST(RmtDataCacheCsmAhead, AParkedBatchWakesAWaiter) {
   RmtDataCacheCsm cache;
   cache.Add(P(1, 0), {});
   cache.Add(P(1, 1), {});
@@ -289,6 +289,43 @@ TEST(RmtDataCacheCsmAhead, AParkedBatchComesFirstAndWakesAWaiter) {
   EXPECT_EQ(got.parked.token, first.selection.token);
   // Handed out, the batch's partition stays in use until its confirm.
   EXPECT_TRUE(cache.IsInUse("1:t:0", first.selection.token));
+}
+
+TEST(RmtDataCacheCsmAhead, APartitionFreedMeanwhileIsSetOnItsWayBeforeAParkedBatchIsTaken) {
+  // A poll that finds a batch waiting still tops the fetches up: a partition assigned
+  // (or confirmed) since the last poll is fetched while the application works.
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  const Waited first = WaitNext(cache, 8 << 20);
+  ASSERT_TRUE(cache.Park({"1:t:0", first.selection.token, 10, nullptr}));
+  cache.Add(P(1, 1), {});
+  const Waited topped = WaitNext(cache, 8 << 20);
+  ASSERT_EQ(topped.next, Next::kSelected);
+  EXPECT_EQ(topped.selection.partition.Key(), "1:t:1");
+  const Waited taken = WaitNext(cache, 8 << 20);
+  ASSERT_EQ(taken.next, Next::kParked);
+  EXPECT_EQ(taken.parked.key, "1:t:0");
+}
+
+TEST(RmtDataCacheCsmAhead, ParkedBatchesCountAgainstTheBound) {
+  RmtDataCacheCsm cache;
+  for (int i = 0; i < 3; ++i) cache.Add(P(1, i), {});
+  const Waited a = WaitNext(cache, 5 << 19);  // 2.5 MiB: two on their way at 1 MiB each
+  const Waited b = WaitNext(cache, 5 << 19);
+  ASSERT_EQ(b.next, Next::kSelected);
+  ASSERT_TRUE(cache.Park({a.selection.partition.Key(), a.selection.token, 1 << 20, nullptr}));
+  // One on its way and 1 MiB parked: another fetch would make 3 MiB, so the batch comes.
+  const Waited taken = WaitNext(cache, 5 << 19);
+  ASSERT_EQ(taken.next, Next::kParked);
+  // Taken, it no longer counts: the third partition goes.
+  EXPECT_EQ(WaitNext(cache, 5 << 19).next, Next::kSelected);
+  // With no fetching ahead, a parked batch is taken, never topped up beside.
+  RmtDataCacheCsm single;
+  single.Add(P(1, 0), {});
+  single.Add(P(1, 1), {});
+  const Waited one = WaitNext(single, 0);
+  ASSERT_TRUE(single.Park({"1:t:0", one.selection.token, 10, nullptr}));
+  EXPECT_EQ(WaitNext(single, 0).next, Next::kParked);
 }
 
 TEST(RmtDataCacheCsmAhead, ABatchWhosePartitionMovedOnIsDropped) {

@@ -39,6 +39,7 @@ void RmtDataCacheCsm::ForgetLocked(const std::string& key) {
 void RmtDataCacheCsm::DropParkedLocked(const std::string& key) {
   for (auto it = parked_.begin(); it != parked_.end();) {
     if (it->token != 0 && it->key == key) {
+      parked_bytes_ -= it->bytes;
       it = parked_.erase(it);
     } else {
       ++it;
@@ -137,9 +138,27 @@ Status RmtDataCacheCsm::WaitNext(Clock::time_point deadline, int64_t ahead_bytes
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (closed_) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
+    // Tops the fetches up first, so every poll - also one that finds a batch waiting -
+    // sets the partitions that became free (assigned, confirmed, rested) on their way.
+    // The memory they may take is the batches parked plus those on their way, each of
+    // the latter counted at the size batches have had lately.
+    const bool nothing_out = fetching_.empty() && parked_.empty();
+    const bool room =
+        nothing_out ||
+        (ahead_bytes > 0 &&
+         static_cast<int64_t>(fetching_.size() + 1) * batch_bytes_estimate_ + parked_bytes_ <=
+             ahead_bytes);
+    Status status = room ? SelectLocked(selection)
+                         : Status(ErrorCode::kAllPartitionInUse, "a fetch is under way");
+    if (status.ok()) {
+      fetching_.insert(selection.partition.Key());
+      next = Next::kSelected;
+      return status;
+    }
     if (!parked_.empty()) {
       parked = std::move(parked_.front());
       parked_.pop_front();
+      parked_bytes_ -= parked.bytes;
       if (parked.token != 0 && paused_.count(parked.key) != 0) {
         // Paused while its batch was on the way: the batch goes back unseen (the next
         // fetch after resume tells the broker so, and the broker sends it again).
@@ -152,19 +171,6 @@ Status RmtDataCacheCsm::WaitNext(Clock::time_point deadline, int64_t ahead_bytes
       if (parked.token != 0 && booking != in_use_.end()) booking->second.since = Clock::now();
       next = Next::kParked;
       return Status::OK();
-    }
-    // Nothing is parked here, so what memory the fetches may take is the batches on
-    // their way: each counted at the size batches have had lately.
-    const bool room =
-        fetching_.empty() ||
-        (ahead_bytes > 0 &&
-         static_cast<int64_t>(fetching_.size() + 1) * batch_bytes_estimate_ <= ahead_bytes);
-    Status status = room ? SelectLocked(selection)
-                         : Status(ErrorCode::kAllPartitionInUse, "a fetch is under way");
-    if (status.ok()) {
-      fetching_.insert(selection.partition.Key());
-      next = Next::kSelected;
-      return status;
     }
     if (status.code() == ErrorCode::kAllPartitionFrozen && !fetching_.empty()) {
       status = Status(ErrorCode::kAllPartitionInUse, "every partition has a batch on its way");
@@ -189,6 +195,7 @@ bool RmtDataCacheCsm::Park(Parked parked) {
       batch_bytes_estimate_ = std::max({parked.bytes, kMinBatchEstimate,
                                         batch_bytes_estimate_ - batch_bytes_estimate_ / 8});
     }
+    parked_bytes_ += parked.bytes;
     parked_.push_back(std::move(parked));
   }
   selectable_.notify_all();
@@ -322,6 +329,7 @@ void RmtDataCacheCsm::Close() {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
     parked_.clear();
+    parked_bytes_ = 0;
   }
   selectable_.notify_all();
 }

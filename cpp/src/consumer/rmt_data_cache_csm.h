@@ -81,12 +81,12 @@ class RmtDataCacheCsm {
   // The same, waiting until `deadline` for a partition to become selectable.
   Status WaitSelect(Clock::time_point deadline, Selection& out);
 
-  // What a poll waits for, until `deadline`: first a parked result (taken; a batch's
-  // confirm timeout counts from now on), else a selectable partition whose fetch the
-  // caller starts at once - while the batches on their way, at their expected size,
-  // stay within `ahead_bytes` (one fetch at a time with 0). A selection is marked
-  // fetching until its result is parked or the partition released. Not OK: why there is
-  // neither.
+  // What a poll waits for, until `deadline`: first a selectable partition whose fetch
+  // the caller starts at once - while the batches parked and those on their way (at
+  // their expected size) stay within `ahead_bytes`; with 0, only when nothing is out -
+  // else a parked result (taken; a batch's confirm timeout counts from now on). A
+  // selection is marked fetching until its result is parked or the partition released.
+  // Not OK: why there is neither.
   Status WaitNext(Clock::time_point deadline, int64_t ahead_bytes, Next& next, Parked& parked,
                   Selection& selection);
   // Parks a fetch's result; false (and dropped) if it is a batch whose partition's
@@ -159,6 +159,7 @@ class RmtDataCacheCsm {
   std::set<std::string> paused_;
   std::set<std::string> fetching_;  // in use, their fetch under way
   std::deque<Parked> parked_;       // in arrival order
+  int64_t parked_bytes_ = 0;        // the sum of their `bytes`
   // What a batch on its way is expected to weigh, for the fetch-ahead bound; until
   // batches tell, as much as a broker usually sends in one reply.
   static constexpr int64_t kMinBatchEstimate = int64_t{64} << 10;
