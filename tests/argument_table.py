@@ -34,6 +34,10 @@ def _released_view() -> memoryview:
 # --- bad values shared by arguments of the same sort ----------------------------------
 TEXT = [(5, "type"), (b"name", "bytes"), ("lone\udc80surrogate", "surrogate"), (["t"], "type")]
 REQUIRED_TEXT = [*TEXT, (None, "none")]
+# Text a consumer may have handed out (msg_type, attributes): lone surrogates
+# U+DC80..U+DCFF stand for bytes that are not UTF-8 and are sent as those bytes; others
+# are no text.
+WIRE_TEXT = [(5, "type"), (b"name", "bytes"), ("lone\ud800surrogate", "surrogate"), (["t"], "type")]
 # Every timeout: not a number, or not a finite number within a year.
 TIMEOUT_ALWAYS_BAD = [
     ("1", "type"),
@@ -70,7 +74,7 @@ ATTRS = [
     ({"k": None}, "none"),
     ({b"k": "v"}, "bytes"),
     ({"k": b"v"}, "bytes"),
-    ({"k\udc80": "v"}, "surrogate"),
+    ({"k\ud800": "v"}, "surrogate"),  # a surrogate no consumer hands out (not U+DC80..DCFF)
     ({"k": "v\ud800"}, "surrogate"),
 ]
 MSG_TIME = [
@@ -137,7 +141,7 @@ _MESSAGE = {
     "value": VALUE,
     "key": TEXT,
     "attrs": ATTRS,
-    "msg_type": TEXT,
+    "msg_type": WIRE_TEXT,
     "msg_time": MSG_TIME,
 }
 

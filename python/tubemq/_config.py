@@ -15,7 +15,7 @@ import numbers
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from tubemq import _core
 from tubemq.errors import ArgumentTypeError, ConfigError
@@ -142,24 +142,56 @@ def check_text(value: object, name: str, *, allow_none: bool = False, what: str 
     encode (no lone surrogates), or None where ``allow_none``. Bytes are refused rather
     than guessed at. Raises :class:`ArgumentTypeError` or :class:`ConfigError` with
     ``key == name``; the message names ``what`` (default: ``name``)."""
-    label = what or name
-    if value is None and allow_none:
+    text = _checked_str(value, name, allow_none, what)
+    if text is None or text.isascii():  # the common case, without encoding a copy
         return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise _not_text(text, error, what or name, name) from None
+
+
+def wire_text(
+    value: object, name: str, *, allow_none: bool = False, what: str = ""
+) -> str | bytes | None:
+    """Checks text that may come from the wire (attributes, msg_type) and gives what the
+    core sends: the str itself, or its bytes where it holds lone surrogates U+DC80..U+DCFF,
+    the form in which a consumer hands out bytes that are not UTF-8 (surrogateescape), so
+    that what was consumed can be sent on unchanged. Other lone surrogates are refused as
+    :func:`check_text` refuses them."""
+    text = _checked_str(value, name, allow_none, what)
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as error:
+        raise _not_text(text, error, what or name, name) from None
+
+
+def _checked_str(value: object, name: str, allow_none: bool, what: str) -> str | None:
+    """``value`` if it is a str (or None where allowed); ArgumentTypeError otherwise."""
+    if value is None and allow_none:
+        return None
     if not isinstance(value, str):
         accepted = "str" + (" or None" if allow_none else "")
         hint = "; decode it first" if isinstance(value, (bytes, bytearray)) else ""
         raise ArgumentTypeError(
-            f"{label} must be {accepted}, got {_type_name(value)} {value!r:.60}{hint}", key=name
-        )
-    if value.isascii():  # the common case, without encoding a copy
-        return
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ConfigError(
-            f"{label} is not valid text: {error.reason} at index {error.start} ({value!r:.60})",
+            f"{what or name} must be {accepted}, got {_type_name(value)} {value!r:.60}{hint}",
             key=name,
-        ) from None
+        )
+    return value
+
+
+def _not_text(value: object, error: UnicodeEncodeError, label: str, name: str) -> ConfigError:
+    return ConfigError(
+        f"{label} is not valid text: {error.reason} at index {error.start} ({value!r:.60})",
+        key=name,
+    )
 
 
 def check_bytes_like(value: object, name: str) -> None:
@@ -192,21 +224,23 @@ def check_callable(value: object, name: str) -> None:
         )
 
 
-def check_attributes(value: object, name: str = "attrs") -> list[tuple[str, str]]:
-    """Checks message attributes: None, or a mapping of str to str (each as
-    :func:`check_text` wants it); returns the pairs in order. Their content rules (no
-    ``,`` or ``=``, reserved keys) are the core's, checked before anything is sent."""
+def check_attributes(value: object, name: str = "attrs") -> list[tuple[str | bytes, str | bytes]]:
+    """Checks message attributes: None, or a mapping of str to str, each as
+    :func:`wire_text` wants it (so a consumed message's ``attrs`` go out as they came in);
+    returns the pairs in order, as the core sends them. Their content rules (no ``,`` or
+    ``=``, reserved keys) are the core's, checked before anything is sent."""
     if value is None:
         return []
     if not isinstance(value, Mapping):
         raise ArgumentTypeError(
             f"{name} must be a mapping of str to str or None, got {_type_name(value)}", key=name
         )
-    items = list(value.items())
-    for key, text in items:
-        check_text(key, name, what=f"{name} key {key!r:.40}")
-        check_text(text, name, what=f"{name}[{key!r:.40}]")
-    return items
+    pairs: list[tuple[str | bytes, str | bytes]] = []
+    for key, text in value.items():
+        wire_key = wire_text(key, name, what=f"{name} key {key!r:.40}")
+        wire_value = wire_text(text, name, what=f"{name}[{key!r:.40}]")
+        pairs.append((cast("str | bytes", wire_key), cast("str | bytes", wire_value)))
+    return pairs
 
 
 def check_msg_time(value: object, name: str = "msg_time") -> str:

@@ -32,6 +32,7 @@ from tubemq._config import (
     check_topic_name,
     native_client_config,
     native_producer_options,
+    wire_text,
 )
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
 from tubemq._handle import SendHandle as SendHandle
@@ -76,21 +77,21 @@ def _message_arguments(
     attrs: object,
     msg_type: object,
     msg_time: object,
-) -> tuple[str, BytesLike, str | None, list[tuple[str, str]], str, str]:
+) -> tuple[str, BytesLike, str | None, list[tuple[str | bytes, str | bytes]], str | bytes, str]:
     """The native send arguments of one message, each checked first (ConfigError naming
     the bad one); the content rules of attributes, msg_type and msg_time are the core's."""
     check_text(topic, "topic")
     check_bytes_like(value, "value")
     check_text(key, "key", allow_none=True)
     attributes = check_attributes(attrs, "attrs")
-    check_text(msg_type, "msg_type", allow_none=True)
+    wire_msg_type = wire_text(msg_type, "msg_type", allow_none=True)
     time_text = check_msg_time(msg_time, "msg_time")
     return (
         cast(str, topic),
         cast(BytesLike, value),
         cast("str | None", key),
         attributes,
-        cast("str | None", msg_type) or "",
+        wire_msg_type or "",
         time_text,
     )
 

@@ -60,9 +60,7 @@ def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
         assert consumer.poll(0.2) is None  # a new "latest" group has nothing yet
 
 
-def test_foreign_attribute_bytes_are_read_losslessly_and_do_not_stop_the_loop(
-    master, topics, cluster
-):
+def test_foreign_attribute_bytes_are_read_losslessly_and_sent_on_unchanged(master, topics, cluster):
     topic, marker = topics[6], f"foreign-{uuid.uuid4().hex[:8]}"
     with tubemq.Consumer(
         master=master,
@@ -112,6 +110,28 @@ def test_foreign_attribute_bytes_are_read_losslessly_and_do_not_stop_the_loop(
         after = got["after"]
         assert (after.msg_type, after.attrs, after.raw_attrs) == ("t", {"k": "v"}, {b"k": b"v"})
         assert after.raw_msg_type == b"t"
+
+        # Forwarded as a user of any client would (attrs and msg_type as they came), the
+        # messages go out with the very bytes they came with.
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            for label in FOREIGN:
+                message = got[label]
+                producer.send(
+                    topic, f"{marker}-again{label}".encode(), attrs=message.attrs,
+                    msg_type=message.msg_type, msg_time=message.msg_time,
+                )  # fmt: skip
+        again: dict[str, tubemq.Message] = {}
+        deadline = time.monotonic() + 45
+        while len(again) < len(FOREIGN) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and bytes(message).startswith(f"{marker}-again".encode()):
+                again[bytes(message).decode().rsplit("-again", 1)[1]] = message
+        assert sorted(again) == sorted(FOREIGN)
+        for label, (_, msg_type, raw_attrs) in FOREIGN.items():
+            assert again[label].raw_msg_type == msg_type
+            assert again[label].raw_attrs == raw_attrs
+            assert again[label].msg_time == got[label].msg_time
 
 
 def test_value_is_a_read_only_view_of_the_fetched_bytes_and_repr_is_short(master, topics):
