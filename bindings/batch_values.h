@@ -13,6 +13,9 @@ namespace tubemq::bindings {
 // is data[offsets[i]:offsets[i + 1]].
 pybind11::tuple BatchValues(const ReceivedBatch& batch);
 
+// The type of `data` when it is a view of the fetched buffer; registered before Batch.
+void RegisterValuesRun(pybind11::module_& module);
+
 extern const char* const kBatchValuesDoc;
 
 }  // namespace tubemq::bindings

@@ -237,6 +237,7 @@ void RegisterMessages(py::module_& module) {
   message_type = reinterpret_cast<PyTypeObject*>(type);
   message_type->tp_new = nullptr;  // what DISALLOW_INSTANTIATION does, for Python 3.9
   module.add_object("Message", py::reinterpret_borrow<py::object>(type));
+  RegisterValuesRun(module);
   // The module keeps the type alive for as long as the process runs; message_type
   // borrows that reference.
   Py_DECREF(type);

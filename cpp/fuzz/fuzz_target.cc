@@ -1,7 +1,8 @@
 // One fuzz target for every parser of bytes that come from the network: the frame
-// reader, the RPC envelopes, the metadata strings the master sends, flow-control rule
-// JSON, received message data and the InLongMsg packs inside it. The first input byte
-// chooses the parser, the rest is its input, so one corpus and one binary cover them all.
+// reader, the RPC envelopes (and the GetMessage reply inside one), the metadata strings
+// the master sends, flow-control rule JSON, received message data and the InLongMsg
+// packs inside it. The first input byte chooses the parser, the rest is its input, so
+// one corpus and one binary cover them all.
 //
 // Built two ways: with clang's libFuzzer (scripts/fuzz.sh, -fsanitize=fuzzer,address)
 // for long runs, and with any compiler beside replay_main.cc, which replays the corpus
@@ -18,6 +19,7 @@
 #include "codec/frame_codec.h"
 #include "codec/remote_exception.h"
 #include "codec/rpc_envelope.h"
+#include "consumer/fetch_reply.h"
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/flow_ctrl_rules.h"
 #include "meta/broker_info.h"
@@ -87,13 +89,38 @@ void FuzzFrames(std::string_view input) {
   }
 }
 
+// A GetMessage reply decoded in place: beyond "no crash", every view must lie inside
+// the buffers the batch keeps, and the bodies must be one run from the buffer's start.
+void FuzzFetchReply(std::string_view data) {
+  consumer::FetchReply fetched;
+  if (!consumer::DecodeFetchReply(std::string(data), {}, fetched).ok()) return;
+  const std::string_view bytes = fetched.owner->bytes;
+  const std::string_view attributes = fetched.owner->attributes;
+  auto inside = [](std::string_view part, std::string_view whole) {
+    return part.empty() || (part.data() >= whole.data() &&
+                            part.data() + part.size() <= whole.data() + whole.size());
+  };
+  size_t run = 0;
+  for (const ReceivedMessage& message : fetched.messages) {
+    if (!inside(message.body, bytes) || !inside(message.attribute, attributes) ||
+        !inside(message.msg_type, message.attribute) ||
+        !inside(message.msg_time, message.attribute)) {
+      std::abort();
+    }
+    if (!message.body.empty() && message.body.data() != bytes.data() + run) std::abort();
+    run += message.body.size();
+  }
+}
+
 void FuzzResponse(std::string_view input) {
   codec::RpcReply reply;
   if (codec::DecodeResponsePayload(input, reply).ok()) {
     (void)codec::RemoteExceptionStatus(reply);
     (void)codec::SimpleClassName(reply.exception_name);
     (void)codec::ClassifyRemoteException(reply.exception_name);
+    FuzzFetchReply(reply.data);
   }
+  FuzzFetchReply(input);  // the same bytes as a reply's data: most inputs never get that far
 }
 
 void FuzzRequest(std::string_view input) {

@@ -179,6 +179,11 @@ class Message:
 
 _Column = tuple[bytes, bytes, bytes | None, int]
 
+class _ValuesRun:
+    """What Batch.values()'s data views: the values in the fetched buffer, one run."""
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
 class Batch:
     @property
     def topic(self) -> str: ...

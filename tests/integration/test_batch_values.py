@@ -105,3 +105,19 @@ def test_values_make_numpy_and_arrow_arrays_without_a_copy(batches):
         assert array.to_pylist() == [bytes(m) for m in batch.messages()]
         # No copy: Arrow's value buffer is the memory of `data`.
         assert array.buffers()[2].address == np.frombuffer(data, dtype=np.uint8).ctypes.data
+
+
+def test_values_are_the_fetched_bytes_themselves(batches):
+    # A fetch leaves the values one after another in the reply's buffer, so values()
+    # copies nothing: message i's bytes are data[offsets[i]:...] in the same memory.
+    np = pytest.importorskip("numpy")
+    got, _, _ = batches
+
+    def address(buffer: object) -> int:
+        return int(np.frombuffer(buffer, dtype=np.uint8).ctypes.data)
+
+    for batch in got:
+        data, offsets = batch.values()
+        for index, message in enumerate(batch.messages()):
+            if len(message):
+                assert address(memoryview(message)) == address(data) + offsets[index]

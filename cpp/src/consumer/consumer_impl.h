@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/rpc_envelope.h"
 #include "consumer/rmt_data_cache_csm.h"
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/partition_pacer.h"
@@ -37,7 +38,6 @@ class AuthorizedInfo;
 class ClientSubRepInfo;
 class EventProto;
 class CommitOffsetRequestC2B;
-class GetMessageResponseB2C;
 class HeartResponseM2C;
 class OpsTaskInfo;
 }  // namespace pb
@@ -124,7 +124,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   using FetchResult = consumer::RmtDataCacheCsm::FetchResult;
   void StartFetch(const consumer::RmtDataCacheCsm::Selection& selection);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
-                    const Status& status, std::shared_ptr<pb::GetMessageResponseB2C> response);
+                    const Status& transport, codec::RpcReply&& reply);
   // Settles a batch no message of which reaches the application, from the I/O thread.
   void CommitUnseen(const meta::Partition& partition, uint64_t token);
   // The CommitOffset request of a partition's outstanding batch.

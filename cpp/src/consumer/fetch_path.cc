@@ -8,6 +8,7 @@
 
 #include "BrokerService.pb.h"
 #include "consumer/consumer_impl.h"
+#include "consumer/fetch_reply.h"
 #include "log/log.h"
 #include "meta/message_data.h"
 #include "service/rpc_call.h"
@@ -93,9 +94,7 @@ void Consumer::Impl::StartFetch(const consumer::RmtDataCacheCsm::Selection& sele
       *BrokerConnection(partition), codec::Method::kGetMessage, request, rpc_timeout(),
       [self = shared_from_this(), selection, escaped = request.escflowctrl()](
           const Status& status, codec::RpcReply&& reply) {
-        auto response = std::make_shared<pb::GetMessageResponseB2C>();
-        const Status parsed = status.ok() ? service::ParseReply(reply, *response) : status;
-        self->OnFetchReply(selection, escaped, parsed, std::move(response));
+        self->OnFetchReply(selection, escaped, status, std::move(reply));
       });
 }
 
@@ -103,15 +102,19 @@ void Consumer::Impl::StartFetch(const consumer::RmtDataCacheCsm::Selection& sele
 // application must see), and gives the partition back on errors with the delay they
 // call for. Nothing here blocks: a commit the reply implies rides on the next fetch.
 void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection,
-                                  bool escaped, const Status& status,
-                                  std::shared_ptr<pb::GetMessageResponseB2C> response) {
+                                  bool escaped, const Status& transport,
+                                  codec::RpcReply&& reply) {
   const meta::Partition& partition = selection.partition;
   const std::string key = partition.Key();
+  const std::set<std::string>& filters = options_.topics.at(partition.topic);
+  consumer::FetchReply fetched;
+  Status status = transport.ok() ? service::ReplyStatus(reply) : transport;
+  if (status.ok()) status = consumer::DecodeFetchReply(std::move(reply.data), filters, fetched);
   // One line per fetch (formatted only when DEBUG is on): the observable of pacing.
   TUBEMQ_LOG_DEBUG("fetch " << key << ": "
                             << (!status.ok()          ? status.code_value()
-                                : response->success() ? 200
-                                                      : response->errcode())
+                                : fetched.success     ? 200
+                                                      : fetched.err_code)
                             << (escaped ? " escFlowCtrl" : ""));
   auto report = [this](Status error) {
     auto result = std::make_shared<FetchResult>();
@@ -141,10 +144,10 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
     transport_failures_.erase(key);
   }
   flowctrl::FetchOutcome outcome;
-  outcome.code = response->success() ? 200 : response->errcode();
-  outcome.lag = response->has_currdatadlt() ? response->currdatadlt() : -1;
-  outcome.escaped = response->escflowctrl();
-  outcome.require_slow = response->requireslow();
+  outcome.code = fetched.success ? 200 : fetched.err_code;
+  outcome.lag = fetched.curr_data_dlt.value_or(-1);
+  outcome.escaped = fetched.esc_flow_ctrl;
+  outcome.require_slow = fetched.require_slow;
   const int32_t code = outcome.code;
   Count(counters_.fetches);
   if (code != 200 && code != 404) Count(counters_.fetch_errors);
@@ -155,12 +158,12 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
       report_next_ = true;
     }
     report(Status(static_cast<ErrorCode>(code),
-                  "partition " + key + " was lost at its broker: " + response->errmsg()));
+                  "partition " + key + " was lost at its broker: " + fetched.err_msg));
     return;
   }
   if (code != 200) {
     outcome.default_delay_ms =
-        DelayForCode(code, response->minlimittime(), options_.msg_not_found_wait_ms);
+        DelayForCode(code, fetched.min_limit_time, options_.msg_not_found_wait_ms);
     int64_t delay = outcome.default_delay_ms;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -170,41 +173,25 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
     // The broker saw the flag: the previous batch is settled either way.
     cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
     // "Nothing new" is no news for the application; other refusals are.
-    if (code != 404) report(Status(static_cast<ErrorCode>(code), response->errmsg()));
+    if (code != 404) report(Status(static_cast<ErrorCode>(code), fetched.err_msg));
     return;
   }
 
-  cache_.UpdateOffsets(key, {response->has_curroffset() ? response->curroffset() : -1,
-                             response->has_maxoffset() ? response->maxoffset() : -1});
-  const std::set<std::string>& filters = options_.topics.at(partition.topic);
+  cache_.UpdateOffsets(key, {fetched.curr_offset.value_or(-1), fetched.max_offset.value_or(-1)});
+  if (fetched.corrupt > 0) {
+    TUBEMQ_LOG_WARN("dropping " << fetched.corrupt << " message(s) of " << key
+                                << ": checksum or layout is wrong");
+  }
   auto result = std::make_shared<FetchResult>();
   ReceivedBatch& batch = result->batch;
-  batch.owner = response;
+  batch.owner = std::move(fetched.owner);
   batch.topic = partition.topic;
   batch.partition_key = key;
-  batch.offset = response->has_curroffset() ? response->curroffset() : -1;
-  batch.max_offset = response->has_maxoffset() ? response->maxoffset() : -1;
+  batch.offset = fetched.curr_offset.value_or(-1);
+  batch.max_offset = fetched.max_offset.value_or(-1);
   batch.confirm_context = consumer::RmtDataCacheCsm::ConfirmContext(key, selection.token);
-  batch.messages.reserve(static_cast<size_t>(response->messages_size()));
-  int64_t bytes = 0;
-  for (const pb::TransferedMessage& message : response->messages()) {
-    bytes += static_cast<int64_t>(message.payloaddata().size());
-    meta::DecodedMessage decoded;
-    if (!meta::DecodeMessageData(message.payloaddata(), message.flag(), message.checksum(),
-                                 decoded, /*with_properties=*/false)) {
-      TUBEMQ_LOG_WARN("dropping message " << message.messageid() << " of " << key
-                                          << ": checksum or layout is wrong");
-      continue;
-    }
-    if (!filters.empty() && filters.count(std::string(decoded.msg_type)) == 0) continue;
-    ReceivedMessage received;
-    received.message_id = message.messageid();
-    received.body = decoded.body;
-    received.msg_type = decoded.msg_type;
-    received.msg_time = decoded.msg_time;
-    received.attribute = decoded.attribute;
-    batch.messages.push_back(received);
-  }
+  batch.messages = std::move(fetched.messages);
+  const int64_t bytes = fetched.payload_bytes;
   outcome.batch_bytes = bytes;
   {
     std::lock_guard<std::mutex> lock(mutex_);
