@@ -20,6 +20,7 @@
 #include "batch_values.h"
 #include "message.h"
 #include "text.h"
+#include "tubemq/attribute_items.h"
 #include "tubemq/consumer.h"
 
 namespace py = pybind11;
@@ -123,14 +124,31 @@ PyObject* GetMsgType(PyObject* self, void*) {
 PyObject* GetMsgTime(PyObject* self, void*) {
   return Slot([self] { return OptionalText(Received(self).msg_time); });
 }
-PyObject* GetAttrs(PyObject* self, void*) {
-  return Slot([self] {
-    py::dict out;
-    for (const auto& [key, value] : Received(self).Properties()) {
-      out[WireText(key)] = WireText(value);
-    }
-    return out;
+// A dict of the user's attributes, each key and value made by `make` (a new reference,
+// or NULL with a Python error set), straight from the views: no vector, no pybind11
+// object per item. Reading them is what a consume-attrs loop does per message.
+template <typename Make>
+PyObject* AttributeDict(PyObject* self, Make make) {
+  PyObject* out = PyDict_New();
+  if (out == nullptr) return nullptr;
+  bool failed = false;
+  VisitProperties(Received(self).attribute, [&](std::string_view key, std::string_view value) {
+    if (failed) return;
+    PyObject* key_object = make(key);
+    PyObject* value_object = key_object == nullptr ? nullptr : make(value);
+    failed = value_object == nullptr || PyDict_SetItem(out, key_object, value_object) < 0;
+    Py_XDECREF(key_object);
+    Py_XDECREF(value_object);
   });
+  if (failed) {
+    Py_DECREF(out);
+    return nullptr;
+  }
+  return out;
+}
+
+PyObject* GetAttrs(PyObject* self, void*) {
+  return AttributeDict(self, NewWireText);
 }
 PyObject* GetRawMsgType(PyObject* self, void*) {
   return Slot([self] {
@@ -140,12 +158,8 @@ PyObject* GetRawMsgType(PyObject* self, void*) {
   });
 }
 PyObject* GetRawAttrs(PyObject* self, void*) {
-  return Slot([self] {
-    py::dict out;
-    for (const auto& [key, value] : Received(self).Properties()) {
-      out[py::bytes(key.data(), key.size())] = py::bytes(value.data(), value.size());
-    }
-    return out;
+  return AttributeDict(self, [](std::string_view bytes) {
+    return PyBytes_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
   });
 }
 

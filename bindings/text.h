@@ -29,6 +29,12 @@ inline pybind11::str Decode(std::string_view bytes, const char* errors) {
 inline pybind11::str WireText(std::string_view bytes) {
   return detail::Decode(bytes, "surrogateescape");
 }
+// The same as a new reference, or NULL with a Python error set (out of memory), for
+// code that builds objects with the C API.
+inline PyObject* NewWireText(std::string_view bytes) {
+  return PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()),
+                              "surrogateescape");
+}
 
 // A getter for a std::string member that holds such a name (.def_property_readonly).
 template <typename Owner>

@@ -106,12 +106,7 @@ namespace {
 // msg_time, the others into `properties` when given.
 void ScanAttribute(std::string_view attribute, DecodedMessage& out,
                    std::vector<std::pair<std::string_view, std::string_view>>* properties) {
-  for (std::string_view item : Split(attribute, ',')) {
-    const size_t equals = item.find('=');
-    if (equals == std::string_view::npos) continue;
-    const std::string_view key = item.substr(0, equals);
-    const std::string_view value = item.substr(equals + 1);
-    if (Trim(key).empty()) continue;
+  VisitAttributeItems(attribute, [&](std::string_view key, std::string_view value) {
     if (key == kMsgTypeKey) {
       out.msg_type = value;
     } else if (key == kMsgTimeKey) {
@@ -123,7 +118,7 @@ void ScanAttribute(std::string_view attribute, DecodedMessage& out,
     } else if (properties != nullptr) {
       properties->emplace_back(key, value);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -150,9 +145,10 @@ bool DecodeMessageData(std::string_view data, int32_t flag, int32_t check_sum,
 
 std::vector<std::pair<std::string_view, std::string_view>> ParseProperties(
     std::string_view attribute) {
-  DecodedMessage reserved;
   std::vector<std::pair<std::string_view, std::string_view>> properties;
-  ScanAttribute(attribute, reserved, &properties);
+  VisitProperties(attribute, [&properties](std::string_view key, std::string_view value) {
+    properties.emplace_back(key, value);
+  });
   return properties;
 }
 

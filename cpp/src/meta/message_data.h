@@ -9,13 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "tubemq/attribute_items.h"  // kMsgTypeKey, kMsgTimeKey, the item reading
 #include "tubemq/message.h"
 #include "tubemq/status.h"
 
 namespace tubemq::meta {
-
-inline constexpr std::string_view kMsgTypeKey = "$msgType$";
-inline constexpr std::string_view kMsgTimeKey = "$msgTime$";
 
 // "$msgType$=<t>,$msgTime$=<time>,k1=v1,..." (reserved items first, as the Java client
 // writes them), or "" when the message has none. kInvalidArgument names the bad part.
