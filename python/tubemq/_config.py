@@ -155,18 +155,13 @@ def wire_text(
     value: object, name: str, *, allow_none: bool = False, what: str = ""
 ) -> str | bytes | None:
     """Checks text that may come from the wire (attributes, msg_type) and gives what the
-    core sends: the str itself, or its bytes where it holds lone surrogates U+DC80..U+DCFF,
-    the form in which a consumer hands out bytes that are not UTF-8 (surrogateescape), so
-    that what was consumed can be sent on unchanged. Other lone surrogates are refused as
-    :func:`check_text` refuses them."""
+    core sends: ASCII text as it is, other text as its UTF-8 bytes, where lone surrogates
+    U+DC80..U+DCFF stand for the bytes they escape - the form in which a consumer hands
+    out bytes that are not UTF-8 (surrogateescape), so that what was consumed can be sent
+    on unchanged. Other lone surrogates are refused as :func:`check_text` refuses them."""
     text = _checked_str(value, name, allow_none, what)
     if text is None or text.isascii():
         return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as error:

@@ -10,7 +10,6 @@
 #include "consumer/consumer_impl.h"
 #include "consumer/fetch_reply.h"
 #include "log/log.h"
-#include "meta/message_data.h"
 #include "service/rpc_call.h"
 
 namespace tubemq {
