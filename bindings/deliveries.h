@@ -6,6 +6,11 @@
 // always succeeds, but a new send waits for room (HasRoom) while `limit` outcomes wait
 // for Python. So a slow callback slows the sender down instead of letting outcomes (and
 // their futures) pile up; at most `limit` plus the sends in flight are ever undelivered.
+//
+// "Wait for Python" includes the batch the delivery thread took last: its callbacks may
+// still be running, so its room is given back only when the thread comes for the next
+// batch. (Giving it back at the take let a sender queue a second batch behind the one
+// whose callbacks had not run yet: up to twice `limit` undelivered.)
 #pragma once
 
 #include <atomic>
@@ -37,7 +42,7 @@ class DeliveryQueue {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       items_.push_back(std::move(delivery));
-      size_.store(items_.size(), std::memory_order_relaxed);
+      size_.store(items_.size() + in_hand_, std::memory_order_relaxed);
       // Only what the drainer waits for wakes it: the first outcome, or the count its
       // linger waits for. A wake-up per push cost a futex call per message.
       wake = items_.size() == 1 || items_.size() == lingering_for_;
@@ -72,6 +77,12 @@ class DeliveryQueue {
     static constexpr auto kLinger = std::chrono::milliseconds(2);
     drainer_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mutex_);
+    if (in_hand_ > 0) {
+      // The previous batch is done with: its room is free again.
+      in_hand_ = 0;
+      size_.store(items_.size(), std::memory_order_relaxed);
+      room_.notify_all();
+    }
     const uint64_t woken = wake_generation_;
     ready_.wait_for(lock, wait, [&] { return !items_.empty() || wake_generation_ != woken; });
     if (!items_.empty() && wake_generation_ == woken) {
@@ -85,9 +96,8 @@ class DeliveryQueue {
       out.push_back(std::move(items_.front()));
       items_.pop_front();
     }
-    size_.store(items_.size(), std::memory_order_relaxed);
-    lock.unlock();
-    if (!out.empty()) room_.notify_all();
+    in_hand_ = out.size();
+    size_.store(items_.size() + in_hand_, std::memory_order_relaxed);
     return out;
   }
 
@@ -106,7 +116,8 @@ class DeliveryQueue {
   std::condition_variable ready_;  // the drainer waits here for outcomes
   std::condition_variable room_;   // senders wait here for room
   std::deque<Delivery> items_;
-  std::atomic<size_t> size_{0};    // items_.size(), read without the lock
+  size_t in_hand_ = 0;             // the batch the last Drain() handed out
+  std::atomic<size_t> size_{0};    // items_.size() + in_hand_, read without the lock
   std::atomic<std::thread::id> drainer_{};
   size_t lingering_for_ = 0;       // the count a lingering drain waits for (0: none)
   uint64_t wake_generation_ = 0;

@@ -74,6 +74,11 @@ def test_pass_relays_bytes_unchanged_both_ways(proxy):
         sender.start()
         assert read_exactly(sock, len(payload)) == payload
         sender.join()
+    # A pump counts a chunk once its sendall() returned, which may be just after the
+    # reader above already holds the chunk: give the counters a moment to catch up.
+    deadline = time.monotonic() + 5
+    while proxy.bytes_down < len(payload) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert proxy.bytes_up == proxy.bytes_down == len(payload)
 
 
