@@ -80,9 +80,14 @@ class PyConsumer {
     Check(status);
   }
 
-  void Confirm(const WireString& context, bool consumed) {
+  // `wait`: None as configured (commit_on_next_fetch), True a commit the broker answered
+  // before the call returns, False one that rides on the partition's next fetch.
+  void Confirm(const WireString& context, bool consumed, std::optional<bool> wait) {
+    const CommitRoute route = !wait ? CommitRoute::kAsConfigured
+                              : *wait ? CommitRoute::kRequest
+                                      : CommitRoute::kNextFetch;
     const Status status =
-        WithoutGil([&] { return consumer_->Confirm(context.bytes, consumed); });
+        WithoutGil([&] { return consumer_->Confirm(context.bytes, consumed, route); });
     Check(status);
   }
 
@@ -154,7 +159,8 @@ void RegisterConsumer(py::module_& module) {
       .def("unassign", &PyConsumer::Unassign, py::arg("partition_key"), py::arg("commit"))
       .def("start", &PyConsumer::Start, py::arg("timeout") = py::none())
       .def("poll", &PyConsumer::Poll, py::arg("timeout"))
-      .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"))
+      .def("confirm", &PyConsumer::Confirm, py::arg("confirm_context"), py::arg("consumed"),
+           py::arg("wait") = py::none())
       .def("close", &PyConsumer::Close, py::arg("timeout") = py::none())
       .def("pause",
            [](PyConsumer& self, const WireString& key) { return self.native().Pause(key.bytes); },

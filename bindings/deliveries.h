@@ -7,10 +7,11 @@
 // for Python. So a slow callback slows the sender down instead of letting outcomes (and
 // their futures) pile up; at most `limit` plus the sends in flight are ever undelivered.
 //
-// "Wait for Python" includes the batch the delivery thread took last: its callbacks may
-// still be running, so its room is given back only when the thread comes for the next
-// batch. (Giving it back at the take let a sender queue a second batch behind the one
-// whose callbacks had not run yet: up to twice `limit` undelivered.)
+// "Wait for Python" includes the batch the delivery thread took last, until Python has
+// settled it (Settled(): its futures completed, under the tracker's lock, so that its
+// in-flight count and this room change together) or comes for the next batch. (Giving
+// it back at the take let a sender queue a second batch before Python knew the first
+// was out of the queue: more than `limit` undelivered, as Python counts them.)
 #pragma once
 
 #include <atomic>
@@ -77,12 +78,7 @@ class DeliveryQueue {
     static constexpr auto kLinger = std::chrono::milliseconds(2);
     drainer_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mutex_);
-    if (in_hand_ > 0) {
-      // The previous batch is done with: its room is free again.
-      in_hand_ = 0;
-      size_.store(items_.size(), std::memory_order_relaxed);
-      room_.notify_all();
-    }
+    FreeInHand();  // the previous batch is done with, if Settled() did not say so
     const uint64_t woken = wake_generation_;
     ready_.wait_for(lock, wait, [&] { return !items_.empty() || wake_generation_ != woken; });
     if (!items_.empty() && wake_generation_ == woken) {
@@ -101,6 +97,12 @@ class DeliveryQueue {
     return out;
   }
 
+  // The batch the last Drain() handed out is settled in Python: its room is free.
+  void Settled() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    FreeInHand();
+  }
+
   void Wake() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -111,6 +113,13 @@ class DeliveryQueue {
   }
 
  private:
+  void FreeInHand() {  // with mutex_ held
+    if (in_hand_ == 0) return;
+    in_hand_ = 0;
+    size_.store(items_.size(), std::memory_order_relaxed);
+    room_.notify_all();
+  }
+
   const size_t limit_;
   std::mutex mutex_;
   std::condition_variable ready_;  // the drainer waits here for outcomes

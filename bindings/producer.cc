@@ -140,6 +140,7 @@ class PyProducer {
     return out;
   }
 
+  void DeliveriesSettled() { WithoutGil([&] { deliveries_->Settled(); }); }
   void WakeDeliveries() { deliveries_->Wake(); }
   Producer& native() { return *producer_; }
 
@@ -304,6 +305,8 @@ void RegisterProducer(py::module_& module) {
       .def("drain_deliveries", &PyProducer::DrainDeliveries, py::arg("wait_s"),
            py::arg("max_items") = 10000,
            "Waits up to wait_s; returns (token, code, message, SendResult|None) tuples.")
+      .def("deliveries_settled", &PyProducer::DeliveriesSettled,
+           "The batch drain_deliveries() returned last is settled: its room is free.")
       .def("wake_deliveries", &PyProducer::WakeDeliveries)
       .def("in_flight", [](PyProducer& self) { return self.native().InFlight(); })
       .def("start", &PyProducer::Start, py::arg("timeout") = py::none())

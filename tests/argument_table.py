@@ -190,6 +190,7 @@ POLL_TIMEOUT = TIMEOUT_ALWAYS_BAD
 COMMITTABLE = [("x", "type"), (5, "type"), (b"m", "bytes"), ([1], "type")]
 KEYS = [("1:t:0", "type"), (None, "none"), ([5], "type"), (b"1:t:0", "bytes")]
 FLAG = [("yes", "type"), (None, "none"), (1, "type")]
+OPTIONAL_FLAG = [("yes", "type"), (1, "type"), (0, "type")]  # None: as configured
 COUNT = [("1", "type"), (None, "none"), (True, "type"), (1.5, "type"), (-1, "range")]
 
 GOOD_CALLS.update(
@@ -228,7 +229,7 @@ BAD_VALUES.update(
             "max_messages": [*COUNT, (0, "range")],
             "timeout": POLL_TIMEOUT,
         },
-        ("Consumer", "commit"): {"message": COMMITTABLE},
+        ("Consumer", "commit"): {"message": COMMITTABLE, "asynchronous": OPTIONAL_FLAG},
         ("Consumer", "nack"): {"message": [*COMMITTABLE, (None, "none")]},
         ("Consumer", "pause"): {"partition_keys": KEYS},
         ("Consumer", "resume"): {"partition_keys": KEYS},
@@ -250,7 +251,7 @@ BAD_VALUES.update(
         },
         ("AssignedConsumer", "unassign"): {"partition_keys": KEYS, "commit": FLAG},
         ("aio.Consumer", "poll"): {"timeout": POLL_TIMEOUT},
-        ("aio.Consumer", "commit"): {"message": COMMITTABLE},
+        ("aio.Consumer", "commit"): {"message": COMMITTABLE, "asynchronous": OPTIONAL_FLAG},
         ("aio.Consumer", "nack"): {"message": [*COMMITTABLE, (None, "none")]},
         ("aio.Consumer", "close"): {"timeout": WAIT_TIMEOUT},
         ("tubemq.assigned_consumer", "java_string_hash"): {

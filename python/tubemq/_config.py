@@ -705,7 +705,8 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         _NATIVE_CONSUMER.commit_on_next_fetch,
         "A commit sends no request of its own: the partition's next fetch (or its "
         "release at unassign, rebalance or close) carries it to the broker, one round trip "
-        "per batch instead of two. Until then a crash means the batch comes again.",
+        "per batch instead of two. Until then a crash means the batch comes again. False: "
+        "every commit waits for the broker's answer, as commit(..., asynchronous=False) does.",
     ),
     Key(
         "fetch_ahead_bytes",

@@ -86,6 +86,18 @@ def _wait_s(timeout: object, name: str = "timeout") -> float:
     return MAX_TIMEOUT_S if checked is None else checked
 
 
+def _commit_wait(asynchronous: object) -> bool | None:
+    """commit()'s ``asynchronous`` as the core's ``wait``: None (as configured) stays None."""
+    if asynchronous is None:
+        return None
+    if type(asynchronous) is not bool:
+        raise ArgumentTypeError(
+            f"asynchronous must be True, False or None, got {type(asynchronous).__name__}",
+            key="asynchronous",
+        )
+    return not asynchronous
+
+
 def _no_message(timeout: object) -> None:
     """poll()'s first try with decode="inlongmsg": records are not in the cursor."""
     return None
@@ -305,20 +317,27 @@ class ConsumerBase(Generic[Item]):
             if record is not None:
                 yield record
 
-    def commit(self, message: Committable | None = None) -> None:
+    def commit(self, message: Committable | None = None, asynchronous: bool | None = None) -> None:
         """Marks ``message`` and every earlier message of its batch as processed; the
         batch is confirmed to the broker once its last message is committed. A ``Batch``
         from ``poll_batch()`` is confirmed whole. A record (``decode="inlongmsg"``)
         commits its message if it is the pack's last, else only the messages before its
         pack. Without an argument, every message handed out so far is committed.
         Committing a message whose batch was confirmed already does nothing; one whose
-        batch was rolled back raises CommitError."""
+        batch was rolled back raises CommitError.
+
+        As in Kafka clients, a commit is asynchronous by default (``commit_on_next_fetch``):
+        it returns at once and reaches the broker with the partition's next fetch, or with
+        its release at close, rebalance or unassign; a crash before then delivers the batch
+        again. ``asynchronous=False`` returns only once the broker has stored the commit
+        (one round trip), and raises if it refused it."""
+        wait = _commit_wait(asynchronous)
         if message is None:
             native = self._live()
             for context, entry in list(self._outstanding.items()):
                 entry.committed = max(entry.committed, self._handed_out(entry))
                 if entry.committed == entry.size:
-                    self._confirm(native, context, consumed=True)
+                    self._confirm(native, context, consumed=True, wait=wait)
             return
         context, upto = self._commit_target(message, "commit")  # the argument, then the state
         native = self._live()
@@ -331,7 +350,7 @@ class ConsumerBase(Generic[Item]):
             return
         target.committed = max(target.committed, target.size if upto is None else upto)
         if target.committed == target.size:
-            self._confirm(native, context, consumed=True)
+            self._confirm(native, context, consumed=True, wait=wait)
 
     def nack(self, message: Committable) -> None:
         """Rolls back the batch ``message`` (or record) came in: the whole batch is
@@ -513,8 +532,11 @@ class ConsumerBase(Generic[Item]):
             key="message",
         )
 
-    def _confirm(self, native: _core.Consumer, context: str, consumed: bool) -> None:
-        """Confirms (or rolls back) an outstanding batch and forgets it here."""
+    def _confirm(
+        self, native: _core.Consumer, context: str, consumed: bool, wait: bool | None = None
+    ) -> None:
+        """Confirms (or rolls back) an outstanding batch and forgets it here; ``wait`` as
+        in ``_core.Consumer.confirm`` (None: as configured)."""
         entry = self._outstanding.pop(context)
         if not consumed and self._cursor.batch is entry.batch:
             self._cursor.clear()  # rolled back: those messages come again with the batch
@@ -522,7 +544,7 @@ class ConsumerBase(Generic[Item]):
             self._records = []
         self._remember(context, consumed)
         try:
-            native.confirm(context, consumed)
+            native.confirm(context, consumed, wait)
         except CommitError:
             # The partition moved to another member: the batch goes to its new holder.
             self._remember(context, consumed=False)

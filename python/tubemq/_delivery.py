@@ -156,6 +156,10 @@ class DeliveryTracker:
                 callback = callbacks.pop(token, None) if callbacks else None
                 if done or callback is not None:
                     work.append((handle, done, callback, code, message, result))
+            # The batch's futures are complete: its room in the native queue is given
+            # back now, with this lock held, so a sender never sees room that the
+            # in-flight count (pending()) does not show yet, nor the reverse.
+            self._native.deliveries_settled()
             if not work:
                 self._forget_all(deliveries)
                 return

@@ -26,7 +26,7 @@ from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 from tubemq import producer as _producer
 from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
-from tubemq._consuming import Committable, ConsumerBase, Item, Message, _wait_s
+from tubemq._consuming import Committable, ConsumerBase, Item, Message, _commit_wait, _wait_s
 from tubemq.consumer import Consumer as _SyncConsumer
 from tubemq.errors import ClientClosedError, TubeMQError
 from tubemq.inlong import ConsumedRecord
@@ -235,13 +235,17 @@ class Consumer(Generic[Item]):
                 return consumer.poll(0)  # already fetched: no wait, no thread hop
             return await self._thread.run(consumer.poll, timeout)
 
-    async def commit(self, message: Committable | None = None) -> None:
+    async def commit(
+        self, message: Committable | None = None, asynchronous: bool | None = None
+    ) -> None:
         """As :meth:`tubemq.Consumer.commit`: ``message`` and the earlier messages of its
-        batch (a record: as there); without an argument, everything handed out so far."""
+        batch (a record: as there); without an argument, everything handed out so far;
+        ``asynchronous=False`` waits for the broker's answer (without blocking the loop)."""
         if message is not None:
             ConsumerBase._commit_target(message, "commit")
+        _commit_wait(asynchronous)
         async with self._serial():
-            await self._thread.run(self._live().commit, message)
+            await self._thread.run(self._live().commit, message, asynchronous)
 
     async def nack(self, message: Committable) -> None:
         ConsumerBase._commit_target(message, "nack")

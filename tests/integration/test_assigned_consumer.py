@@ -135,7 +135,7 @@ def test_explicit_offsets_replay_and_none_resumes_after_the_last_commit(master, 
             assert message is not None, "no data from the explicit offset"
             first_batch = [message, *consumer.consume(1000, timeout=0)]
         assert first_batch[0].batch_offset == start
-        consumer.commit(first_batch[-1])
+        consumer.commit(first_batch[-1], asynchronous=False)  # stored on return
         committed = consumer.offsets()[key]["offset"]
         assert committed > start
         first_values = [bytes(m) for m in first_batch if bytes(m).startswith(marker.encode())]

@@ -390,13 +390,16 @@ def test_the_asyncio_consumer_follows_the_rule(master, topics):
     assert set(seen) == sent and len(seen) == len(sent)
 
 
-def test_commits_on_the_next_fetch_reach_the_broker_by_fetch_and_by_unassign(master, topics):
-    """``commit_on_next_fetch``: a commit sends nothing; the partition's next fetch
-    commits it, and unassign commits the one still pending. A member taking the
-    partition at the group's offset starts after both."""
+@pytest.mark.parametrize("setting", [{}, {"commit_on_next_fetch": True}], ids=["default", "set"])
+def test_commits_on_the_next_fetch_reach_the_broker_by_fetch_and_by_unassign(
+    master, topics, setting
+):
+    """``commit_on_next_fetch`` (the default): a commit sends nothing; the partition's
+    next fetch commits it, and unassign commits the one still pending. A member taking
+    the partition at the group's offset starts after both."""
     topic, group = topics[7], unique("g")
     with tubemq.AssignedConsumer(
-        master=master, group=group, topics=[topic], auto_commit=False, commit_on_next_fetch=True
+        master=master, group=group, topics=[topic], auto_commit=False, **setting
     ) as first:
         key = first.my_partitions()[0]
         with tubemq.Producer(master=master) as producer:  # batches of 1 KiB: several
@@ -424,3 +427,51 @@ def test_commits_on_the_next_fetch_reach_the_broker_by_fetch_and_by_unassign(mas
         assert after is not None
         assert after.offset > batches[1].offset  # both commits reached the broker
         assert not handed & {m.message_id for m in after.messages()}
+
+
+@pytest.mark.parametrize(
+    "setting, call, waits",
+    [
+        ({}, {}, False),
+        ({}, {"asynchronous": False}, True),
+        ({"commit_on_next_fetch": False}, {}, True),
+        ({"commit_on_next_fetch": False}, {"asynchronous": True}, False),
+    ],
+    ids=["default", "asynchronous=False", "configured to wait", "configured, asynchronous=True"],
+)
+def test_a_commit_waits_for_the_broker_only_when_asked_to(master, topics, setting, call, waits):
+    """As in Kafka clients, ``commit()`` is asynchronous unless asked otherwise: it sends
+    nothing, and the partition's next fetch carries it, so ``offsets()`` moves with that
+    fetch. ``commit(batch, asynchronous=False)`` (or any commit with
+    ``commit_on_next_fetch=False``) has the broker store it before it returns, so
+    ``offsets()`` shows it at once. Either way the next batch starts after it."""
+    topic, group = topics[7], unique("g")
+    with tubemq.AssignedConsumer(
+        master=master, group=group, topics=[topic], auto_commit=False, fetch_ahead_bytes=0,
+        **setting,
+    ) as consumer:  # fmt: skip
+        key = consumer.my_partitions()[0]
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            for i in range(600):
+                producer.send_async(topic, b"%04d" % i + b"w" * 1020, partition=key)
+            producer.flush(timeout=60)
+        consumer.assign({key: 0})
+        batch = consumer.poll_batch(5.0)
+        assert batch is not None and len(batch)
+        assert consumer.offsets()[key]["offset"] == batch.offset  # fetched, not committed
+        consumer.commit(batch, **call)
+        moved = consumer.offsets()[key]["offset"] > batch.offset
+        assert moved == waits, consumer.offsets()[key]
+        after = consumer.poll_batch(5.0)  # a fetch: it carries the commit if nothing did
+        assert after is not None and after.offset > batch.offset
+        assert consumer.offsets()[key]["offset"] == after.offset
+        # Read and commit to the end the same way: the "nothing new" fetch that carries
+        # the last commit brings offsets() (and lag) to the end as well.
+        consumer.commit(after, **call)
+        deadline = time.monotonic() + 30
+        while consumer.offsets()[key]["lag"] and time.monotonic() < deadline:
+            more = consumer.poll_batch(0.5)
+            if more is not None:
+                consumer.commit(more, **call)
+        assert consumer.offsets()[key]["lag"] == 0, consumer.offsets()[key]

@@ -18,11 +18,12 @@ from tubemq._handle import SendHandle
 
 
 class FakeNative:
-    """The two calls the tracker makes of a native producer: outcomes are pushed by the
+    """The calls the tracker makes of a native producer: outcomes are pushed by the
     test, as the I/O thread would push them onto the delivery queue."""
 
     def __init__(self) -> None:
         self._outcomes: queue.Queue[tuple[int, int, str, object] | None] = queue.Queue()
+        self.settled_batches = 0
 
     def answer(self, token: int, result: object = None, code: int = 0, text: str = "") -> None:
         self._outcomes.put((token, code, text, result))
@@ -40,6 +41,9 @@ class FakeNative:
                 return batch
             if more is not None:
                 batch.append(more)
+
+    def deliveries_settled(self) -> None:
+        self.settled_batches += 1
 
     def wake_deliveries(self) -> None:
         self._outcomes.put(None)

@@ -29,6 +29,13 @@ enum class ConsumePosition {
   kMaxAlways,  // every start skips to the end
 };
 
+// How Confirm(consumed=true) takes a commit to the broker.
+enum class CommitRoute {
+  kAsConfigured,  // as ConsumerOptions::commit_on_next_fetch says
+  kNextFetch,     // on the partition's next fetch (or its release); returns at once
+  kRequest,       // a CommitOffset request of its own; returns with the broker's answer
+};
+
 struct ConsumerOptions {
   std::string group;
   // Topic -> msgType filter items (empty: every message of the topic).
@@ -39,8 +46,9 @@ struct ConsumerOptions {
   // Confirm(consumed=true) sends no CommitOffset: the partition's next fetch (or its
   // release) tells the broker, one round trip per batch instead of two (behaviour.md
   // §3.8.2). The commit reaches the broker later, so a crash in between means the batch
-  // comes again: still at least once.
-  bool commit_on_next_fetch = false;
+  // comes again: still at least once. The default, as a Kafka commit is asynchronous by
+  // default; CommitRoute::kRequest asks for a commit the broker has answered.
+  bool commit_on_next_fetch = true;
   // Fetching ahead: while the application works on a batch, the partitions not in its
   // hands are fetched already, and their batches wait for the next polls, up to this
   // many bytes (0: one fetch at a time, started by a poll). One batch per partition
@@ -111,7 +119,9 @@ class Consumer {
   Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
 
   // Commits (consumed) or rolls back (not consumed) the batch of `confirm_context`.
-  Status Confirm(const std::string& confirm_context, bool consumed);
+  // `route` applies to a commit; a rollback is always a request answered by the broker.
+  Status Confirm(const std::string& confirm_context, bool consumed,
+                 CommitRoute route = CommitRoute::kAsConfigured);
 
   // Stops (resumes) fetching from a held partition; it stays assigned to this member.
   // False for keys not held.

@@ -113,9 +113,9 @@ Status Consumer::Poll(std::chrono::milliseconds wait, ReceivedBatch& batch) {
   return usable.ok() ? impl_->Poll(wait, batch) : usable;
 }
 
-Status Consumer::Confirm(const std::string& confirm_context, bool consumed) {
+Status Consumer::Confirm(const std::string& confirm_context, bool consumed, CommitRoute route) {
   Status usable = Usable();
-  return usable.ok() ? impl_->Confirm(confirm_context, consumed) : usable;
+  return usable.ok() ? impl_->Confirm(confirm_context, consumed, route) : usable;
 }
 
 Status Consumer::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {

@@ -54,7 +54,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   // rebalance event (see the definition).
   void StartHeartbeats(bool eager);
   Status Poll(std::chrono::milliseconds wait, ReceivedBatch& batch);
-  Status Confirm(const std::string& confirm_context, bool consumed);
+  Status Confirm(const std::string& confirm_context, bool consumed, CommitRoute route);
   // How long a confirmed partition rests before its next fetch (§6.5): the pacing its
   // last fetch called for, less the time the application spent on the batch.
   std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,

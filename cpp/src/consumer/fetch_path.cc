@@ -169,7 +169,12 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
       auto pacer = pacers_.try_emplace(key, !options_.topics.at(partition.topic).empty()).first;
       delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
     }
-    // The broker saw the flag: the previous batch is settled either way.
+    // The broker saw the flag: the previous batch is settled either way. A "nothing
+    // new" reply says where the partition stands, the commit it carried included: with
+    // commits riding on fetches, offsets() and lag reach the end only this way.
+    if (code == 404 && fetched.curr_offset) {
+      cache_.UpdateOffsets(key, {*fetched.curr_offset, fetched.max_offset.value_or(-1)});
+    }
     cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
     // "Nothing new" is no news for the application; other refusals are.
     if (code != 404) report(Status(static_cast<ErrorCode>(code), fetched.err_msg));
@@ -241,7 +246,8 @@ void Consumer::Impl::CommitUnseen(const meta::Partition& partition, uint64_t tok
       });
 }
 
-Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed) {
+Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed,
+                               CommitRoute route) {
   std::string key;
   uint64_t token = 0;
   if (!consumer::RmtDataCacheCsm::ParseConfirmContext(confirm_context, key, token)) {
@@ -255,7 +261,10 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
                       " is no longer outstanding (confirmed already, timed out, or the partition "
                       "moved to another consumer)");
   }
-  if (consumed && options_.commit_on_next_fetch) {
+  const bool on_next_fetch = route == CommitRoute::kAsConfigured
+                                 ? options_.commit_on_next_fetch
+                                 : route == CommitRoute::kNextFetch;
+  if (consumed && on_next_fetch) {
     // No round trip: the flag left with the partition below rides on its next fetch.
     Count(counters_.commits);
     cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition->topic));

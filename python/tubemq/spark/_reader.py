@@ -239,8 +239,9 @@ class _RangeRead:
                 )
 
     def _commit(self, batch: Any) -> int:
-        """Commits ``batch`` in the private group; returns where it ends."""
-        self._consumer.commit(batch)
+        """Commits ``batch`` in the private group; returns where it ends (the broker's
+        answer to the commit, so the commit waits for it)."""
+        self._consumer.commit(batch, asynchronous=False)
         return int(self._consumer.offsets()[self._part.key]["offset"])
 
     def _ids_between(self, start: int, end: int) -> set[int]:

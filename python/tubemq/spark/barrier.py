@@ -262,8 +262,9 @@ class _Task:
             batch = consumer.poll_batch(timeout=_POLL_TIMEOUT_S)
             if batch is not None:
                 # This attempt's own group: the commit only moves its reading on, and
-                # tells where the partition continues (kept with the rows).
-                consumer.commit(batch)
+                # tells where the partition continues (kept with the rows): the broker's
+                # answer, so the commit waits for it.
+                consumer.commit(batch, asynchronous=False)
                 if len(batch):
                     idle_since = time.monotonic()
                     oldest = oldest or idle_since
