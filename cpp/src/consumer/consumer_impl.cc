@@ -1,5 +1,5 @@
-// The consumer's membership of its group at the master: register, heartbeats (with
-// subscription reports and rebalance results), flow-control rules, close.
+// The consumer's life at the master, whichever its membership: start (register with
+// retries), the heartbeat schedule, flow-control rules, close.
 #include "consumer/consumer_impl.h"
 
 #include <algorithm>
@@ -7,6 +7,8 @@
 
 #include "BrokerService.pb.h"
 #include "MasterService.pb.h"
+#include "consumer/client_balanced.h"
+#include "consumer/server_balanced.h"
 #include "log/log.h"
 #include "meta/client_id.h"
 #include "service/retry_pause.h"
@@ -48,19 +50,44 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
       heartbeat_timer_(
           service::PeriodicTimer::Create(engine_->io().get_executor(), "consumer-heartbeat")),
       sweep_timer_(
-          service::PeriodicTimer::Create(engine_->io().get_executor(), "confirm-sweep")) {}
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "confirm-sweep")) {
+  if (options_.client_balance) {
+    auto membership = std::make_unique<ClientBalancedMembership>(*this);
+    client_balanced_ = membership.get();
+    membership_ = std::move(membership);
+  } else {
+    membership_ = std::make_unique<ServerBalancedMembership>(*this);
+  }
+}
+
+namespace {
+
+Status NotClientBalanced() {
+  return Status(ErrorCode::kInvalidArgument,
+                "partitions are chosen by the application only in a client-balanced consumer");
+}
+
+}  // namespace
+
+Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
+  return client_balanced_ ? client_balanced_->QueryPartitions(refresh, out) : NotClientBalanced();
+}
+
+Status Consumer::Impl::Assign(const std::string& partition_key, int64_t offset) {
+  return client_balanced_ ? client_balanced_->Assign(partition_key, offset) : NotClientBalanced();
+}
+
+Status Consumer::Impl::Unassign(const std::string& partition_key, bool commit) {
+  return client_balanced_ ? client_balanced_->Unassign(partition_key, commit) : NotClientBalanced();
+}
+
+std::optional<bool> Consumer::Impl::BoundOffsetsApplied() const {
+  return membership_->BoundOffsetsApplied();
+}
 
 bool Consumer::Impl::Running() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return life_.running();
-}
-
-std::vector<std::string> Consumer::Impl::HeldSubscribeInfo() const {
-  std::vector<std::string> out;
-  for (const meta::Partition& partition : cache_.Held()) {
-    out.push_back(meta::FormatSubscribeInfo({client_id_, options_.group, partition}));
-  }
-  return out;
 }
 
 void Consumer::Impl::Start(Done done) {
@@ -83,7 +110,7 @@ void Consumer::Impl::Start(Done done) {
       std::weak_ptr<Impl> weak = self;
       // The first heartbeat goes out at once; a server-balanced member then asks again
       // quickly until its first rebalance event arrives (StartHeartbeats).
-      self->StartHeartbeats(/*eager=*/!self->options_.client_balance);
+      self->StartHeartbeats(/*eager=*/self->membership_->HeartbeatsEagerly());
       self->sweep_timer_->Start(std::chrono::seconds(1), std::chrono::seconds(1), [weak] {
         auto impl = weak.lock();
         if (!impl) return;
@@ -118,9 +145,9 @@ void Consumer::Impl::StartHeartbeats(bool eager) {
   heartbeat_timer_->Start(interval, eager ? std::chrono::milliseconds(0) : period, [weak] {
     auto impl = weak.lock();
     if (!impl) return;
-    impl->Heartbeat();
+    impl->membership_->Heartbeat();
     impl->BrokerHeartbeats();
-    if (impl->options_.client_balance) impl->ConsumeFromMax();
+    impl->membership_->OnTick();
     bool slow_down = false;
     {
       std::lock_guard<std::mutex> lock(impl->mutex_);
@@ -131,69 +158,27 @@ void Consumer::Impl::StartHeartbeats(bool eager) {
 }
 
 void Consumer::Impl::Register(int attempts_left, Done done) {
-  if (options_.client_balance) {
-    RegisterV2(attempts_left, std::move(done));
-    return;
-  }
-  pb::RegisterRequestC2M request;
-  request.set_clientid(client_id_);
-  request.set_groupname(options_.group);
-  request.set_hostname(local_host_);
-  request.set_sessiontime(session_time_ms_);
-  request.set_requirebound(!options_.session_key.empty());
-  if (request.requirebound()) {
-    request.set_sessionkey(options_.session_key);
-    request.set_totalcount(options_.source_count);
-    request.set_selectbig(options_.select_big);
-    std::string required;
-    for (const auto& [key, offset] : options_.bound_offsets) {
-      required += (required.empty() ? "" : ",") + key + "=" + std::to_string(offset);
-    }
-    if (!required.empty()) request.set_requiredpartition(required);
-    std::lock_guard<std::mutex> lock(mutex_);
-    request.set_notallocated(not_allocated_);
-  }
-  for (const auto& [topic, condition] : TopicConditions()) {
-    request.add_topiclist(topic);
-    if (!condition.empty()) request.add_topiccondition(condition);
-  }
-  for (const auto& info : HeldSubscribeInfo()) request.add_subscribeinfo(info);
-  // Always sent: the master answers with rules only when asked (behaviour.md §3.3).
-  request.set_defflowcheckid(flow_rules_.default_id());
-  request.set_groupflowcheckid(flow_rules_.group_id());
-  request.set_qrypriorityid(flow_rules_.qry_priority_id());
-  request.set_jdkversion(std::string("tubemq-python/") + kVersion);
-  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
-  master_->Call(
-      Method::kConsumerRegister, request, rpc_timeout(),
-      [self = shared_from_this(), attempts_left, done](const Status& status,
-                                                       codec::RpcReply&& reply, size_t) {
-        pb::RegisterResponseM2C response;
-        Status result = status.ok() ? service::ParseReply(reply, response) : status;
-        if (result.ok() && !response.success()) {
-          result = Status(static_cast<ErrorCode>(response.errcode()),
-                          "consumer registration refused by the master: " + response.errmsg());
-        }
-        if (result.ok()) {
-          self->ApplyFlowControl(response.has_defflowcheckid() ? response.defflowcheckid() : -2,
-                                 response.defflowcontrolinfo(),
-                                 response.has_groupflowcheckid() ? response.groupflowcheckid() : -2,
-                                 response.groupflowcontrolinfo(),
-                                 response.has_qrypriorityid() ? response.qrypriorityid() : -2);
-          std::lock_guard<std::mutex> lock(self->mutex_);
-          if (response.has_authorizedinfo()) {
-            self->visit_token_ = response.authorizedinfo().visitauthorizedtoken();
-          }
-          if (response.has_notallocated() && !response.notallocated()) {
-            self->not_allocated_ = false;
-          }
-          Count(self->counters_.registrations);
-          self->report_next_ = true;
-          TUBEMQ_LOG_INFO("consumer " << self->client_id_ << " joined group "
-                                      << self->options_.group);
-        }
+  membership_->RegisterOnce(
+      [self = shared_from_this(), attempts_left, done](const Status& result) {
         self->AfterRegisterAttempt(result, attempts_left, done);
       });
+}
+
+void Consumer::Impl::RegisterAgain() {
+  TUBEMQ_LOG_INFO("master does not know consumer " << client_id_ << "; re-registering");
+  Register(1, [](const Status& registered) {
+    if (!registered.ok()) TUBEMQ_LOG_WARN("re-registration failed: " << registered.message());
+  });
+}
+
+void Consumer::Impl::EndEagerHeartbeats() {
+  bool was_eager = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    was_eager = eager_heartbeats_left_ > 0;
+    eager_heartbeats_left_ = 0;
+  }
+  if (was_eager) StartHeartbeats(/*eager=*/false);
 }
 
 bool Consumer::Impl::Closing() const {
@@ -242,131 +227,6 @@ void Consumer::Impl::ApplyFlowControl(int64_t def_id,
   flow_rules_.UpdateGroup(group_id, group_json, qry_priority);
 }
 
-void Consumer::Impl::Heartbeat() {
-  if (options_.client_balance) {
-    HeartbeatV2();
-    return;
-  }
-  pb::HeartRequestC2M request;
-  bool sent_result = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!life_.running() || heartbeat_in_flight_) return;
-    heartbeat_in_flight_ = true;
-    sent_result = !results_.empty();
-    const bool report = report_next_ || sent_result;
-    request.set_reportsubscribeinfo(report);
-    if (sent_result) {
-      const Event& result = results_.front();
-      auto* event = request.mutable_event();
-      event->set_rebalanceid(result.rebalance_id);
-      event->set_optype(result.op_type);
-      event->set_status(2);  // DONE
-      for (const auto& info : result.subscribe_info) event->add_subscribeinfo(info);
-    }
-  }
-  request.set_clientid(client_id_);
-  request.set_groupname(options_.group);
-  if (request.reportsubscribeinfo()) {
-    for (const auto& info : HeldSubscribeInfo()) request.add_subscribeinfo(info);
-  }
-  request.set_defflowcheckid(flow_rules_.default_id());
-  request.set_groupflowcheckid(flow_rules_.group_id());
-  request.set_qrypriorityid(flow_rules_.qry_priority_id());
-  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
-  const bool reported = request.reportsubscribeinfo();
-  master_->Call(Method::kConsumerHeartbeat, request, rpc_timeout(),
-                [self = shared_from_this(), sent_result, reported](
-                    const Status& status, codec::RpcReply&& reply, size_t) {
-                  pb::HeartResponseM2C response;
-                  Status result = status.ok() ? service::ParseReply(reply, response) : status;
-                  if (result.ok() && reported) {
-                    std::lock_guard<std::mutex> lock(self->mutex_);
-                    self->report_next_ = false;
-                  }
-                  self->OnHeartbeatReply(result, response, sent_result);
-                });
-}
-
-void Consumer::Impl::OnHeartbeatReply(const Status& status, pb::HeartResponseM2C& response,
-                                      bool sent_result) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    heartbeat_in_flight_ = false;
-  }
-  Count(status.ok() && response.success() ? counters_.heartbeats_ok
-                                            : counters_.heartbeats_failed);
-  if (!status.ok()) {
-    TUBEMQ_LOG_WARN("consumer heartbeat failed: " << status.message());
-    return;  // an unacknowledged result stays queued for the next heartbeat
-  }
-  if (!response.success()) {
-    if (response.errcode() == static_cast<int32_t>(ErrorCode::kHeartbeatNoNode)) {
-      // The master forgot us: join again, listing what we hold; keep consuming.
-      TUBEMQ_LOG_INFO("master does not know consumer " << client_id_ << "; re-registering");
-      Register(1, [](const Status& registered) {
-        if (!registered.ok()) TUBEMQ_LOG_WARN("re-registration failed: " << registered.message());
-      });
-      return;
-    }
-    TUBEMQ_LOG_WARN("consumer heartbeat refused: " << response.errcode() << " "
-                                                   << response.errmsg());
-    return;
-  }
-  ApplyFlowControl(response.has_defflowcheckid() ? response.defflowcheckid() : -2,
-                   response.defflowcontrolinfo(),
-                   response.has_groupflowcheckid() ? response.groupflowcheckid() : -2,
-                   response.groupflowcontrolinfo(),
-                   response.has_qrypriorityid() ? response.qrypriorityid() : -2);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (sent_result && !results_.empty()) results_.pop_front();
-    if (response.has_authorizedinfo()) {
-      visit_token_ = response.authorizedinfo().visitauthorizedtoken();
-    }
-  }
-  bool apply_bound_offsets = false;
-  bool not_applied_warning = false;
-  {
-    // The master may clear the group's flag in the very reply that brings this member's
-    // first CONNECT (another member acked first); the offsets still belong to that
-    // CONNECT, so the decision is taken per event, before the flag is updated (§3.10).
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool connect = response.has_event() && (response.event().optype() == 1 ||
-                                                  response.event().optype() == 10);
-    if (!options_.session_key.empty() && connect && !bound_offsets_decided_) {
-      bound_offsets_decided_ = true;
-      apply_bound_offsets = bound_offsets_applied_ = not_allocated_;
-      not_applied_warning = !not_allocated_ && !options_.bound_offsets.empty();
-    }
-    if (response.has_notallocated() && !response.notallocated()) not_allocated_ = false;
-  }
-  if (not_applied_warning) {
-    // Once per member: whoever set bound_offsets expects them, and silence here once
-    // cost a Spark job its data (a retried task resumed at a discarded attempt's commits).
-    TUBEMQ_LOG_WARN("consumer " << client_id_ << ": bound_offsets not applied: session '"
-                                << options_.session_key << "' of group " << options_.group
-                                << " was allocated before this member joined, so its "
-                                   "partitions resume at the group's committed offsets");
-  }
-  if (response.has_event() && response.event().rebalanceid() > 0) {
-    bool was_eager = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      was_eager = eager_heartbeats_left_ > 0;
-      eager_heartbeats_left_ = 0;
-    }
-    if (was_eager) StartHeartbeats(/*eager=*/false);  // the first event is here
-    Event event;
-    event.apply_bound_offsets = apply_bound_offsets;
-    event.rebalance_id = response.event().rebalanceid();
-    event.op_type = response.event().optype();
-    event.subscribe_info.assign(response.event().subscribeinfo().begin(),
-                                response.event().subscribeinfo().end());
-    QueueEvent(std::move(event));
-  }
-}
-
 std::map<std::string, std::pair<int64_t, int64_t>> Consumer::Impl::Offsets() const {
   std::map<std::string, std::pair<int64_t, int64_t>> out;
   for (const meta::Partition& partition : cache_.Held()) {
@@ -396,12 +256,6 @@ Consumer::Counters Consumer::Impl::counters() const {
   out.master_switches = master_->switches();
   out.master_standby_answers = master_->standby_answers();
   return out;
-}
-
-std::optional<bool> Consumer::Impl::BoundOffsetsApplied() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (options_.session_key.empty() || !bound_offsets_decided_) return std::nullopt;
-  return bound_offsets_applied_;
 }
 
 std::vector<std::string> Consumer::Impl::HeldPartitions() const {

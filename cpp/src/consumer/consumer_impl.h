@@ -1,10 +1,9 @@
-// The server-balanced consumer's machinery (behaviour.md §3): the group membership at
-// the master (register, heartbeats carrying subscription reports and rebalance event
-// results), partition registration at brokers, broker heartbeats, and the pull path.
+// The consumer's pull engine (behaviour.md §3-§6): partitions held at brokers and their
+// broker heartbeats, the fetch and confirm path, close; and its membership of the group
+// at the master, one of two kinds chosen at construction (membership.h): balanced by
+// the master (server_balanced.h) or by the application (client_balanced.h).
 //
-// Rebalance events are processed one at a time, in arrival order. An event's result
-// stays queued until a heartbeat that carried it succeeded (§3.5.2). State is guarded
-// by mutex_, never held while calling out.
+// State is guarded by mutex_, never held while calling out.
 #pragma once
 
 #include <atomic>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "codec/rpc_envelope.h"
+#include "consumer/membership.h"
 #include "consumer/rmt_data_cache_csm.h"
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/partition_pacer.h"
@@ -35,12 +35,10 @@ namespace tubemq {
 
 namespace pb {
 class AuthorizedInfo;
-class ClientSubRepInfo;
-class EventProto;
 class CommitOffsetRequestC2B;
-class HeartResponseM2C;
-class OpsTaskInfo;
 }  // namespace pb
+
+class ClientBalancedMembership;
 
 class Consumer::Impl : public std::enable_shared_from_this<Impl> {
  public:
@@ -60,7 +58,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,
                                                     const std::string& topic);
   void Close(Done done);
-  // --- client-balanced mode (client_balance.cc) ---
+  // Client-balanced mode only (client_balanced.h); otherwise kInvalidArgument.
   Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
   Status Assign(const std::string& partition_key, int64_t offset);
   Status Unassign(const std::string& partition_key, bool commit);
@@ -73,48 +71,34 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   Counters counters() const;
 
  private:
-  struct Event {
-    int64_t rebalance_id = 0;
-    int32_t op_type = 0;
-    std::vector<std::string> subscribe_info;
-    bool apply_bound_offsets = false;  // bound consume: this CONNECT starts the session
-  };
+  friend class ServerBalancedMembership;
+  friend class ClientBalancedMembership;
+
   struct Booked {  // what the last fetch of a partition said, for its release delay
     flowctrl::FetchOutcome outcome;
     std::chrono::steady_clock::time_point replied;
   };
 
-  // --- master (consumer_impl.cc) ---
+  // --- life at the master, whichever the membership (consumer_impl.cc) ---
   static bool FatalRegisterCode(int32_t code);
   static int64_t NowMs();
+  // Joins the group, with up to `attempts_left` attempts.
   void Register(int attempts_left, Done done);
   // Retries a failed registration unless the refusal is final or attempts ran out.
   void AfterRegisterAttempt(const Status& result, int attempts_left, Done done);
+  // The master answered a heartbeat with "unknown member": join again, listing what is
+  // held, and keep consuming meanwhile.
+  void RegisterAgain();
+  // A server-balanced member's first rebalance event arrived: heartbeats slow down to
+  // the configured period.
+  void EndEagerHeartbeats();
   bool Closing() const;  // close() was called
   // Topic -> "topic#item,item" filter condition ("" for an unfiltered topic).
   std::vector<std::pair<std::string, std::string>> TopicConditions() const;
-  void Heartbeat();
-  void OnHeartbeatReply(const Status& status, pb::HeartResponseM2C& response, bool sent_result);
   void ApplyFlowControl(int64_t def_id,
                         const std::string& def_json, int64_t group_id,
                         const std::string& group_json, int32_t qry_priority);
-  std::vector<std::string> HeldSubscribeInfo() const;
-  // --- client-balanced membership (client_balance.cc) ---
-  void RegisterV2(int attempts_left, Done done);
-  void HeartbeatV2();
-  void FillSubscriptionReport(pb::ClientSubRepInfo& report, bool with_partitions);
-  void FillOpsTaskInfo(pb::OpsTaskInfo& info) const;
-  // Applies what a V2 reply carries; false if the broker list was unusable.
-  void ApplyOpsTaskInfo(const pb::OpsTaskInfo& info);
-  void ApplyBrokers(int64_t config_id, const std::vector<std::string>& list);
-  void ApplyTopicMeta(int64_t meta_id, const std::vector<std::string>& list);
-  void DropUnsubscribable();
-  void ConsumeFromMax();
-  // --- rebalance (rebalance.cc) ---
-  void QueueEvent(Event event);
-  void ProcessNextEvent();
-  void Connect(const Event& event, Done done);
-  void Disconnect(const Event& event, Done done);
+  // --- partitions at brokers (broker_registration.cc) ---
   // `boot_offset` >= 0 makes the broker start the partition there (clamped).
   void RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
                         int64_t boot_offset, Done done);
@@ -127,6 +111,15 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
                     const Status& transport, codec::RpcReply&& reply);
   // Settles a batch no message of which reaches the application, from the I/O thread.
   void CommitUnseen(const meta::Partition& partition, uint64_t token);
+  // Commits the batch of a partition in use with a CommitOffset of its own, not waited
+  // for; stores the answer's offsets, then releases the partition to rest `delay`.
+  // `counted`: the commit was counted already (it rode on the fetch before).
+  void CommitHeld(const meta::Partition& partition, uint64_t token,
+                  std::chrono::milliseconds delay, bool counted);
+  // A commit left to ride on the partition's next fetch; taken (true once) when a fetch
+  // reply came back, which then carried it.
+  void RideCommit(const std::string& key);
+  bool TakeRiddenCommit(const std::string& key);
   // The CommitOffset request of a partition's outstanding batch.
   pb::CommitOffsetRequestC2B CommitRequest(const meta::Partition& partition, bool consumed) const;
   // --- common ---
@@ -171,42 +164,20 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   mutable std::mutex mutex_;
   service::ClientLife life_;
   bool heartbeat_in_flight_ = false;
-  // Bound consume: the master has not made the group's first allocation yet, and the
-  // member's offsets have not been applied to a CONNECT yet.
-  bool not_allocated_ = true;
-  bool bound_offsets_applied_ = false;
-  // Whether the member's first CONNECT decided on its bound offsets yet, and so whether
-  // bound_offsets_applied_ is the final answer (a member that joins a session the master
-  // had allocated already resumes at the group's commits instead).
-  bool bound_offsets_decided_ = false;
   int eager_heartbeats_left_ = 0;  // quick heartbeats still to send before the first event
   static constexpr std::chrono::milliseconds kEagerHeartbeatInterval{500};
   static constexpr int kEagerHeartbeats = 40;  // 20 s at most
-  bool report_next_ = true;
-  std::deque<Event> events_;      // received, not yet processed
-  bool event_busy_ = false;
-  std::deque<Event> results_;     // processed, not yet acknowledged by a heartbeat
+  bool report_next_ = true;  // the held set changed: the next heartbeat reports it
   int64_t visit_token_ = -2;
   std::map<std::string, Booked> booked_;
   std::map<std::string, flowctrl::PartitionPacer> pacers_;
   std::map<std::string, int> transport_failures_;  // consecutive, per partition
+  std::set<std::string> ridden_commits_;  // partitions whose next fetch carries a commit
   AtomicCounters counters_;
 
-  // Client-balanced mode: the master's metadata and what the application asked for.
-  meta::BrokerMap brokers_;
-  int64_t broker_config_id_ = -2;
-  int64_t topic_meta_id_ = -2;
-  int64_t topic_meta_time_ms_ = -1;  // when topic metadata was last stored
-  std::vector<meta::PartitionMeta> topic_meta_;
-  std::chrono::steady_clock::time_point topic_meta_queried_{};
-  bool topic_meta_known_ = false;
-  std::vector<std::string> last_report_;  // held set last reported to the master
-  int heartbeats_since_report_ = 0;
-  int64_t from_max_ctrl_id_ = -2;  // the admin's last "consume from max" stamp
-  bool from_max_pending_ = false;
-  // Partition key -> when the broker last refused it as occupied (or auth): a retry
-  // within 5 s is refused locally with 421 (behaviour.md §5.5).
-  std::map<std::string, std::chrono::steady_clock::time_point> refused_at_;
+  // Made last: a membership works on everything above.
+  std::unique_ptr<Membership> membership_;
+  ClientBalancedMembership* client_balanced_ = nullptr;  // membership_, in that mode
 };
 
 }  // namespace tubemq

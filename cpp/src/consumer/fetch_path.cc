@@ -122,16 +122,20 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
   };
   if (!status.ok()) {
     Count(counters_.fetch_errors);
-    // Nothing reached us; the commit flag stays as it was for the next fetch. A broker
-    // that cannot be reached is retried after 200 ms, doubling to 5 s, not in a tight
-    // loop (upstream has no back-off here, behaviour.md §3.8.1).
+    // Nothing reached us, but the request may have reached the broker: then it committed
+    // the batch before (if the fetch said so) and holds a new one we never saw. A commit
+    // flag sent again would commit that unseen batch, and lose it. So the next fetch
+    // says "not consumed": the broker reads on from its commit, and a batch confirmed
+    // here whose commit did not reach it comes again (at least once, never lost). A
+    // broker that cannot be reached is retried after 200 ms, doubling to 5 s, not in a
+    // tight loop (upstream has no back-off here, behaviour.md §3.8.1).
     int64_t delay = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       const int failures = std::min(++transport_failures_[key], 6);
       delay = std::min<int64_t>(5000, int64_t{200} << (failures - 1));
     }
-    cache_.Release(key, selection.token, selection.last_pack_consumed,
+    cache_.Release(key, selection.token, /*last_pack_consumed=*/false,
                    std::chrono::milliseconds(delay));
     // Not the application's news: the fetch ran ahead of any poll, and is retried.
     TUBEMQ_LOG_INFO("fetch " << key << " failed, retried in " << delay
@@ -169,19 +173,24 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
       auto pacer = pacers_.try_emplace(key, !options_.topics.at(partition.topic).empty()).first;
       delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
     }
-    // The broker saw the flag: the previous batch is settled either way. A "nothing
-    // new" reply says where the partition stands, the commit it carried included: with
-    // commits riding on fetches, offsets() and lag reach the end only this way.
-    if (code == 404 && fetched.curr_offset) {
-      cache_.UpdateOffsets(key, {*fetched.curr_offset, fetched.max_offset.value_or(-1)});
+    // The broker saw the flag: the previous batch is settled either way.
+    if (code == 404 && TakeRiddenCommit(key)) {
+      // This fetch carried a commit, but "nothing new" does not say where that left
+      // the partition; without an answer offsets() and lag would never reach the end
+      // of an idle partition. One CommitOffset asks (a no-op for the broker: no batch
+      // is outstanding while the partition is in our hands), once per ridden commit.
+      CommitHeld(partition, selection.token, std::chrono::milliseconds(delay),
+                 /*counted=*/true);
+    } else {
+      cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
     }
-    cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
     // "Nothing new" is no news for the application; other refusals are.
     if (code != 404) report(Status(static_cast<ErrorCode>(code), fetched.err_msg));
     return;
   }
 
   cache_.UpdateOffsets(key, {fetched.curr_offset.value_or(-1), fetched.max_offset.value_or(-1)});
+  TakeRiddenCommit(key);  // this reply's offsets include it
   if (fetched.corrupt > 0) {
     TUBEMQ_LOG_WARN("dropping " << fetched.corrupt << " message(s) of " << key
                                 << ": checksum or layout is wrong");
@@ -226,24 +235,41 @@ pb::CommitOffsetRequestC2B Consumer::Impl::CommitRequest(const meta::Partition& 
 void Consumer::Impl::CommitUnseen(const meta::Partition& partition, uint64_t token) {
   const std::string key = partition.Key();
   if (options_.commit_on_next_fetch) {
+    RideCommit(key);
     cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition.topic));
     return;
   }
+  CommitHeld(partition, token, PacingDelayAfterConfirm(key, partition.topic), /*counted=*/false);
+}
+
+void Consumer::Impl::CommitHeld(const meta::Partition& partition, uint64_t token,
+                                std::chrono::milliseconds delay, bool counted) {
+  const std::string key = partition.Key();
   const pb::CommitOffsetRequestC2B request = CommitRequest(partition, true);
   // Not waited for: this runs on the I/O thread. The partition stays in use until the
   // answer, and whatever it is, the flag settles the batch on the next fetch.
   service::SendRequest(
       *BrokerConnection(partition), codec::Method::kCommitOffset, request, rpc_timeout(),
-      [self = shared_from_this(), key, token, topic = partition.topic](
-          const Status& status, codec::RpcReply&& reply) {
+      [self = shared_from_this(), key, token, delay, counted](const Status& status,
+                                                              codec::RpcReply&& reply) {
         pb::CommitOffsetResponseB2C response;
         if (status.ok() && service::ParseReply(reply, response).ok() && response.success()) {
-          Count(self->counters_.commits);
+          if (!counted) Count(self->counters_.commits);
           self->cache_.UpdateOffsets(key, {response.has_curroffset() ? response.curroffset() : -1,
                                            response.has_maxoffset() ? response.maxoffset() : -1});
         }
-        self->cache_.Release(key, token, true, self->PacingDelayAfterConfirm(key, topic));
+        self->cache_.Release(key, token, true, delay);
       });
+}
+
+void Consumer::Impl::RideCommit(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ridden_commits_.insert(key);
+}
+
+bool Consumer::Impl::TakeRiddenCommit(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ridden_commits_.erase(key) > 0;
 }
 
 Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed,
@@ -267,6 +293,7 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
   if (consumed && on_next_fetch) {
     // No round trip: the flag left with the partition below rides on its next fetch.
     Count(counters_.commits);
+    RideCommit(key);
     cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition->topic));
     return Status::OK();
   }

@@ -278,7 +278,10 @@ std::vector<std::string> RmtDataCacheCsm::Paused() const {
 void RmtDataCacheCsm::UpdateOffsets(const std::string& key, Offsets offsets) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = held_.find(key);
-  if (found != held_.end()) found->second.offsets = offsets;
+  if (found == held_.end()) return;
+  Offsets& known = found->second.offsets;
+  if (offsets.current >= 0) known.current = offsets.current;
+  if (offsets.max >= 0) known.max = offsets.max;
 }
 
 std::optional<RmtDataCacheCsm::Offsets> RmtDataCacheCsm::OffsetsOf(const std::string& key) const {

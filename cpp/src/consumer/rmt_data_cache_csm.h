@@ -109,6 +109,7 @@ class RmtDataCacheCsm {
   // will be delivered again); returns their keys.
   std::vector<std::string> ExpireUnconfirmed(std::chrono::milliseconds timeout);
 
+  // A negative figure is one the reply did not carry: the one known before stays.
   void UpdateOffsets(const std::string& key, Offsets offsets);
   std::optional<Offsets> OffsetsOf(const std::string& key) const;
 

@@ -1,4 +1,6 @@
-// Rebalance events and the consumer's registrations at brokers (behaviour.md §3.5-3.7).
+// The partitions a consumer holds at their brokers, whichever membership chose them:
+// register (take), unregister (give back, committing or rolling back the last batch) and
+// the broker heartbeats that keep the leases (behaviour.md §3.6-3.7).
 #include <asio/steady_timer.hpp>
 
 #include "BrokerService.pb.h"
@@ -15,97 +17,7 @@ using codec::Method;
 constexpr int32_t kOpRegister = 31;
 constexpr int32_t kOpUnregister = 32;
 
-enum EventType : int32_t {
-  kConnect = 1,
-  kDisconnect = 2,
-  kOnlyConnect = 10,
-  kOnlyDisconnect = 20,
-};
-
-// Runs `done` once after `count` completions.
-Consumer::Impl::Done CountDown(size_t count, Consumer::Impl::Done done) {
-  auto left = std::make_shared<std::atomic<size_t>>(count);
-  return [left, done](const Status&) {
-    if (--*left == 0) done(Status::OK());
-  };
-}
-
 }  // namespace
-
-void Consumer::Impl::QueueEvent(Event event) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    events_.push_back(std::move(event));
-  }
-  ProcessNextEvent();
-}
-
-void Consumer::Impl::ProcessNextEvent() {
-  Event event;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (event_busy_ || events_.empty() || !life_.running()) return;
-    event_busy_ = true;
-    event = std::move(events_.front());
-    events_.pop_front();
-  }
-  auto finished = [self = shared_from_this(), event](const Status&) {
-    Count(self->counters_.rebalance_events);
-    {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      self->event_busy_ = false;
-      self->results_.push_back(event);  // acknowledged with the next heartbeat
-      self->report_next_ = true;
-    }
-    // Ack promptly: the master hands out the group's next event only after this one.
-    self->heartbeat_timer_->FireNow();
-    self->ProcessNextEvent();
-  };
-  TUBEMQ_LOG_INFO("rebalance " << event.rebalance_id << " op " << event.op_type << " for "
-                               << event.subscribe_info.size() << " partition(s)");
-  switch (event.op_type) {
-    case kConnect:
-    case kOnlyConnect:
-      Connect(event, finished);
-      break;
-    case kDisconnect:
-    case kOnlyDisconnect:
-      Disconnect(event, finished);
-      break;
-    default:  // REPORT and unknown types: nothing to do but report
-      finished(Status::OK());
-  }
-}
-
-void Consumer::Impl::Connect(const Event& event, Done done) {
-  std::vector<meta::Partition> wanted;
-  const std::vector<meta::Partition> held = cache_.Held();
-  for (const auto& text : event.subscribe_info) {
-    meta::SubscribeInfo info;
-    Status parsed = meta::ParseSubscribeInfo(text, info);
-    if (!parsed.ok()) {
-      TUBEMQ_LOG_WARN(parsed.message());
-      continue;
-    }
-    const bool already = std::any_of(held.begin(), held.end(), [&](const meta::Partition& p) {
-      return p.Key() == info.partition.Key();
-    });
-    if (!already) wanted.push_back(info.partition);
-  }
-  if (wanted.empty()) {
-    done(Status::OK());
-    return;
-  }
-  auto each = CountDown(wanted.size(), done);
-  for (const auto& partition : wanted) {
-    int64_t boot_offset = -1;
-    if (event.apply_bound_offsets) {
-      const auto bound = options_.bound_offsets.find(partition.Key());
-      if (bound != options_.bound_offsets.end()) boot_offset = bound->second;
-    }
-    RegisterAtBroker(partition, /*retry_occupied=*/true, boot_offset, each);
-  }
-}
 
 void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
                                       int64_t boot_offset, Done done) {
@@ -164,24 +76,6 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
         TUBEMQ_LOG_WARN("could not register " << key << ": " << result.message());
         done(result);
       });
-}
-
-void Consumer::Impl::Disconnect(const Event& event, Done done) {
-  std::vector<consumer::RmtDataCacheCsm::Removed> removed;
-  for (const auto& text : event.subscribe_info) {
-    meta::SubscribeInfo info;
-    if (!meta::ParseSubscribeInfo(text, info).ok()) continue;
-    if (auto item = cache_.Remove(info.partition.Key())) removed.push_back(std::move(*item));
-  }
-  if (removed.empty()) {
-    done(Status::OK());
-    return;
-  }
-  // The ack follows the unregisters, so that the next owner finds the partition free.
-  auto each = CountDown(removed.size(), done);
-  for (const auto& item : removed) {
-    UnregisterAtBroker(item.partition, item.last_pack_consumed && !item.was_in_use, each);
-  }
 }
 
 void Consumer::Impl::UnregisterAtBroker(const meta::Partition& partition, bool consumed,

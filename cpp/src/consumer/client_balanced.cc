@@ -1,8 +1,9 @@
-// The client-balanced consumer (behaviour.md §5): the application chooses partitions and
-// start offsets. Membership uses the V2 register and heartbeat (no rebalance events);
-// the partitions come from the master's topic metadata; taking and giving back a
-// partition at its broker, fetching and confirming are shared with the server-balanced
-// mode (rebalance.cc, fetch_path.cc).
+// The client-balanced membership: the V2 register and heartbeat, the master's metadata,
+// and the application's Assign/Unassign. Taking and giving back a partition at its
+// broker, fetching and confirming are the pull engine's (broker_registration.cc,
+// fetch_path.cc).
+#include "consumer/client_balanced.h"
+
 #include <future>
 
 #include "BrokerService.pb.h"
@@ -39,11 +40,6 @@ std::vector<std::string> FormatHeld(const std::vector<meta::Partition>& held) {
   return out;
 }
 
-Status NotClientBalanced() {
-  return Status(ErrorCode::kInvalidArgument,
-                "partitions are chosen by the application only in a client-balanced consumer");
-}
-
 // Runs an asynchronous step and waits for its completion on the caller's thread (the
 // bindings release the GIL). Every step completes: RPCs carry deadlines.
 template <typename Step>
@@ -54,10 +50,13 @@ Status Await(Step step) {
   return future.get();
 }
 
+using Done = Membership::Done;
+
 }  // namespace
 
-void Consumer::Impl::FillSubscriptionReport(pb::ClientSubRepInfo& report, bool with_partitions) {
-  std::lock_guard<std::mutex> lock(mutex_);
+void ClientBalancedMembership::FillSubscriptionReport(pb::ClientSubRepInfo& report,
+                                                      bool with_partitions) {
+  std::lock_guard<std::mutex> lock(consumer_.mutex_);
   report.set_brokerconfigid(broker_config_id_);
   report.set_topicmetainfoid(topic_meta_id_);
   if (topic_meta_time_ms_ >= 0) report.set_lstassignedtime(topic_meta_time_ms_);
@@ -67,43 +66,46 @@ void Consumer::Impl::FillSubscriptionReport(pb::ClientSubRepInfo& report, bool w
   }
 }
 
-void Consumer::Impl::FillOpsTaskInfo(pb::OpsTaskInfo& info) const {
-  info.set_defflowcheckid(flow_rules_.default_id());
-  info.set_groupflowcheckid(flow_rules_.group_id());
-  info.set_qrypriorityid(flow_rules_.qry_priority_id());
-  std::lock_guard<std::mutex> lock(mutex_);
+void ClientBalancedMembership::FillOpsTaskInfo(pb::OpsTaskInfo& info) const {
+  info.set_defflowcheckid(consumer_.flow_rules_.default_id());
+  info.set_groupflowcheckid(consumer_.flow_rules_.group_id());
+  info.set_qrypriorityid(consumer_.flow_rules_.qry_priority_id());
+  std::lock_guard<std::mutex> lock(consumer_.mutex_);
   // Echoed until the master stops sending it (behaviour.md §5.3).
   if (from_max_ctrl_id_ >= 0) info.set_csmfrmmaxoffsetctrlid(from_max_ctrl_id_);
 }
 
-void Consumer::Impl::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
-  ApplyFlowControl(info.has_defflowcheckid() ? info.defflowcheckid() : -2,
+void ClientBalancedMembership::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
+  consumer_.ApplyFlowControl(info.has_defflowcheckid() ? info.defflowcheckid() : -2,
                    info.defflowcontrolinfo(),
                    info.has_groupflowcheckid() ? info.groupflowcheckid() : -2,
                    info.groupflowcontrolinfo(),
                    info.has_qrypriorityid() ? info.qrypriorityid() : -2);
   if (!info.has_csmfrmmaxoffsetctrlid() || info.csmfrmmaxoffsetctrlid() < 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(consumer_.mutex_);
   if (info.csmfrmmaxoffsetctrlid() == from_max_ctrl_id_) return;
   from_max_ctrl_id_ = info.csmfrmmaxoffsetctrlid();
   // An order older than this client is history: it was meant for earlier members.
-  if (from_max_ctrl_id_ > session_time_ms_) from_max_pending_ = true;
+  if (from_max_ctrl_id_ > consumer_.session_time_ms_) from_max_pending_ = true;
 }
 
-void Consumer::Impl::ApplyBrokers(int64_t config_id, const std::vector<std::string>& list) {
+void ClientBalancedMembership::ApplyBrokers(int64_t config_id,
+                                            const std::vector<std::string>& list) {
   if (list.empty()) return;  // sent only when our id is out of date
   Status first_error;
-  meta::BrokerMap brokers = meta::ParseBrokerList(list, /*tls=*/tls_ != nullptr, &first_error);
+  meta::BrokerMap brokers =
+      meta::ParseBrokerList(list, /*tls=*/consumer_.tls_ != nullptr, &first_error);
   if (!first_error.ok()) TUBEMQ_LOG_WARN("broker list: " << first_error.message());
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(consumer_.mutex_);
   brokers_ = std::move(brokers);
   broker_config_id_ = config_id;
 }
 
-void Consumer::Impl::ApplyTopicMeta(int64_t meta_id, const std::vector<std::string>& list) {
+void ClientBalancedMembership::ApplyTopicMeta(int64_t meta_id,
+                                              const std::vector<std::string>& list) {
   std::vector<meta::PartitionMeta> partitions;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
     if (meta_id == topic_meta_id_) return;
     for (const auto& text : list) {
       Status parsed = meta::ParseConsumerTopicMeta(text, brokers_, partitions);
@@ -111,58 +113,60 @@ void Consumer::Impl::ApplyTopicMeta(int64_t meta_id, const std::vector<std::stri
     }
     topic_meta_ = std::move(partitions);
     topic_meta_id_ = meta_id;
-    topic_meta_time_ms_ = NowMs();
+    topic_meta_time_ms_ = Consumer::Impl::NowMs();
     topic_meta_known_ = true;
   }
   DropUnsubscribable();
 }
 
-void Consumer::Impl::DropUnsubscribable() {
+void ClientBalancedMembership::DropUnsubscribable() {
   std::vector<consumer::RmtDataCacheCsm::Removed> dropped;
-  for (const meta::Partition& partition : cache_.Held()) {
+  for (const meta::Partition& partition : consumer_.cache_.Held()) {
     bool subscribable = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(consumer_.mutex_);
       for (const auto& item : topic_meta_) {
         if (item.partition.Key() == partition.Key()) subscribable = item.subscribable;
       }
     }
     if (subscribable) continue;
-    if (auto removed = cache_.Remove(partition.Key())) dropped.push_back(std::move(*removed));
+    if (auto removed = consumer_.cache_.Remove(partition.Key())) {
+      dropped.push_back(std::move(*removed));
+    }
   }
   for (const auto& item : dropped) {
     TUBEMQ_LOG_WARN("partition " << item.partition.Key()
                                  << " is no longer subscribable; giving it back");
-    UnregisterAtBroker(item.partition, item.last_pack_consumed && !item.was_in_use,
+    consumer_.UnregisterAtBroker(item.partition, item.last_pack_consumed && !item.was_in_use,
                        [](const Status&) {});
   }
 }
 
-void Consumer::Impl::RegisterV2(int attempts_left, Done done) {
+void ClientBalancedMembership::RegisterOnce(Done done) {
   pb::RegisterRequestC2MV2 request;
-  request.set_clientid(client_id_);
-  request.set_groupname(options_.group);
-  request.set_hostname(local_host_);
-  request.set_sourcecount(options_.source_count);
-  request.set_nodeid(options_.node_id);
-  for (const auto& [topic, condition] : TopicConditions()) {
+  request.set_clientid(consumer_.client_id_);
+  request.set_groupname(consumer_.options_.group);
+  request.set_hostname(consumer_.local_host_);
+  request.set_sourcecount(consumer_.options_.source_count);
+  request.set_nodeid(consumer_.options_.node_id);
+  for (const auto& [topic, condition] : consumer_.TopicConditions()) {
     request.add_topiclist(topic);
     if (!condition.empty()) request.add_topiccondition(condition);
   }
   // Every register reports what is held: the master resets its record of this
   // client's holdings to what the register says (behaviour.md §5.3).
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_report_ = FormatHeld(cache_.Held());
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
+    last_report_ = FormatHeld(consumer_.cache_.Held());
   }
   FillSubscriptionReport(*request.mutable_subrepinfo(), /*with_partitions=*/true);
   FillOpsTaskInfo(*request.mutable_opstaskinfo());
   request.set_jdkversion(std::string("tubemq-python/") + kVersion);
-  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
-  master_->Call(
-      Method::kConsumerRegisterV2, request, rpc_timeout(),
-      [self = shared_from_this(), attempts_left, done](const Status& status,
-                                                       codec::RpcReply&& reply, size_t) {
+  if (consumer_.credentials_.enabled()) consumer_.SignIfNeeded(*request.mutable_authinfo());
+  consumer_.master_->Call(
+      Method::kConsumerRegisterV2, request, consumer_.rpc_timeout(),
+      [self = consumer_.shared_from_this(), this, done](const Status& status,
+                                                        codec::RpcReply&& reply, size_t) {
         pb::RegisterResponseM2CV2 response;
         Status result = status.ok() ? service::ParseReply(reply, response) : status;
         // V2 replies have no success flag: errCode 200 is success.
@@ -171,46 +175,46 @@ void Consumer::Impl::RegisterV2(int attempts_left, Done done) {
                           "consumer registration refused by the master: " + response.errmsg());
         }
         if (result.ok()) {
-          self->ApplyBrokers(response.brokerconfigid(),
-                             {response.brokerconfiglist().begin(),
-                              response.brokerconfiglist().end()});
-          if (response.has_opstaskinfo()) self->ApplyOpsTaskInfo(response.opstaskinfo());
+          ApplyBrokers(response.brokerconfigid(),
+                       {response.brokerconfiglist().begin(), response.brokerconfiglist().end()});
+          if (response.has_opstaskinfo()) ApplyOpsTaskInfo(response.opstaskinfo());
           std::lock_guard<std::mutex> lock(self->mutex_);
           if (response.has_authorizedinfo()) {
             self->visit_token_ = response.authorizedinfo().visitauthorizedtoken();
           }
-          self->heartbeats_since_report_ = 0;
-          Count(self->counters_.registrations);
+          heartbeats_since_report_ = 0;
+          Consumer::Impl::Count(self->counters_.registrations);
           TUBEMQ_LOG_INFO("client-balanced consumer " << self->client_id_ << " joined group "
                                                       << self->options_.group);
         }
-        self->AfterRegisterAttempt(result, attempts_left, done);
+        done(result);
       });
 }
 
-void Consumer::Impl::HeartbeatV2() {
+void ClientBalancedMembership::Heartbeat() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!life_.running() || heartbeat_in_flight_) return;
-    heartbeat_in_flight_ = true;
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
+    if (!consumer_.life_.running() || consumer_.heartbeat_in_flight_) return;
+    consumer_.heartbeat_in_flight_ = true;
   }
-  std::vector<std::string> held = FormatHeld(cache_.Held());
+  std::vector<std::string> held = FormatHeld(consumer_.cache_.Held());
   bool report = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    report = report_next_ || held != last_report_ ||
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
+    report = consumer_.report_next_ || held != last_report_ ||
              ++heartbeats_since_report_ >= kReportEveryHeartbeats;
     if (report) last_report_ = held;
   }
   pb::HeartRequestC2MV2 request;
-  request.set_clientid(client_id_);
-  request.set_groupname(options_.group);
+  request.set_clientid(consumer_.client_id_);
+  request.set_groupname(consumer_.options_.group);
   FillSubscriptionReport(*request.mutable_subrepinfo(), report);
   FillOpsTaskInfo(*request.mutable_opstaskinfo());
-  if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
-  master_->Call(
-      Method::kConsumerHeartbeatV2, request, rpc_timeout(),
-      [self = shared_from_this(), report](const Status& status, codec::RpcReply&& reply, size_t) {
+  if (consumer_.credentials_.enabled()) consumer_.SignIfNeeded(*request.mutable_authinfo());
+  consumer_.master_->Call(
+      Method::kConsumerHeartbeatV2, request, consumer_.rpc_timeout(),
+      [self = consumer_.shared_from_this(), this, report](const Status& status,
+                                                          codec::RpcReply&& reply, size_t) {
         pb::HeartResponseM2CV2 response;
         Status result = status.ok() ? service::ParseReply(reply, response) : status;
         {
@@ -220,23 +224,18 @@ void Consumer::Impl::HeartbeatV2() {
             self->report_next_ = true;  // the master may not have recorded it
           } else if (report) {
             self->report_next_ = false;
-            self->heartbeats_since_report_ = 0;
+            heartbeats_since_report_ = 0;
           }
         }
-        Count(result.ok() && response.errcode() == kSuccess ? self->counters_.heartbeats_ok
-                                                            : self->counters_.heartbeats_failed);
+        Consumer::Impl::Count(result.ok() && response.errcode() == kSuccess
+                                  ? self->counters_.heartbeats_ok
+                                  : self->counters_.heartbeats_failed);
         if (!result.ok()) {
           TUBEMQ_LOG_WARN("consumer heartbeat failed: " << result.message());
           return;
         }
         if (response.errcode() == static_cast<int32_t>(ErrorCode::kHeartbeatNoNode)) {
-          TUBEMQ_LOG_INFO("master does not know consumer " << self->client_id_
-                                                           << "; re-registering");
-          self->Register(1, [](const Status& registered) {
-            if (!registered.ok()) {
-              TUBEMQ_LOG_WARN("re-registration failed: " << registered.message());
-            }
-          });
+          self->RegisterAgain();  // the master forgot us; keep consuming meanwhile
           return;
         }
         if (response.errcode() != kSuccess) {
@@ -244,14 +243,13 @@ void Consumer::Impl::HeartbeatV2() {
                                                          << response.errmsg());
           return;
         }
-        self->ApplyBrokers(response.brokerconfigid(), {response.brokerconfiglist().begin(),
-                                                       response.brokerconfiglist().end()});
+        ApplyBrokers(response.brokerconfigid(),
+                     {response.brokerconfiglist().begin(), response.brokerconfiglist().end()});
         if (response.has_topicmetainfoid()) {
-          self->ApplyTopicMeta(response.topicmetainfoid(),
-                               {response.topicmetainfolist().begin(),
-                                response.topicmetainfolist().end()});
+          ApplyTopicMeta(response.topicmetainfoid(), {response.topicmetainfolist().begin(),
+                                                      response.topicmetainfolist().end()});
         }
-        if (response.has_opstaskinfo()) self->ApplyOpsTaskInfo(response.opstaskinfo());
+        if (response.has_opstaskinfo()) ApplyOpsTaskInfo(response.opstaskinfo());
         if (response.has_authorizedinfo()) {
           std::lock_guard<std::mutex> lock(self->mutex_);
           self->visit_token_ = response.authorizedinfo().visitauthorizedtoken();
@@ -259,20 +257,20 @@ void Consumer::Impl::HeartbeatV2() {
       });
 }
 
-void Consumer::Impl::ConsumeFromMax() {
+void ClientBalancedMembership::ConsumeFromMax() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!from_max_pending_ || !life_.running()) return;
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
+    if (!from_max_pending_ || !consumer_.life_.running()) return;
     from_max_pending_ = false;
   }
   // The admin asked the group to skip its backlog: every held partition starts again at
   // the max offset last seen for it, so what arrived since is still delivered.
-  for (const meta::Partition& partition : cache_.Held()) {
-    const auto offsets = cache_.OffsetsOf(partition.Key());
+  for (const meta::Partition& partition : consumer_.cache_.Held()) {
+    const auto offsets = consumer_.cache_.OffsetsOf(partition.Key());
     const int64_t max_offset = offsets ? offsets->max : -1;
-    if (!cache_.Remove(partition.Key())) continue;
+    if (!consumer_.cache_.Remove(partition.Key())) continue;
     TUBEMQ_LOG_INFO("consume from max: " << partition.Key() << " restarts at " << max_offset);
-    RegisterAtBroker(partition, /*retry_occupied=*/true, max_offset,
+    consumer_.RegisterAtBroker(partition, /*retry_occupied=*/true, max_offset,
                      [key = partition.Key()](const Status& status) {
                        if (!status.ok()) {
                          TUBEMQ_LOG_WARN("could not move " << key << " to its max offset: "
@@ -282,24 +280,23 @@ void Consumer::Impl::ConsumeFromMax() {
   }
 }
 
-Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
-  if (!options_.client_balance) return NotClientBalanced();
-  if (!Running()) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
+Status ClientBalancedMembership::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
+  if (!consumer_.Running()) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
   bool fresh = false;
   pb::GetPartMetaRequestC2M request;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
     fresh = !refresh && topic_meta_known_ && Clock::now() - topic_meta_queried_ < kMetadataMaxAge;
     request.set_brokerconfigid(broker_config_id_);
     request.set_topicmetainfoid(topic_meta_id_);
   }
   if (!fresh) {
-    request.set_clientid(client_id_);
-    request.set_groupname(options_.group);
-    if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
+    request.set_clientid(consumer_.client_id_);
+    request.set_groupname(consumer_.options_.group);
+    if (consumer_.credentials_.enabled()) consumer_.SignIfNeeded(*request.mutable_authinfo());
     auto response = std::make_shared<pb::GetPartMetaResponseM2C>();
     Status status = Await([&](Done done) {
-      master_->Call(Method::kGetPartitionMeta, request, rpc_timeout(),
+      consumer_.master_->Call(Method::kGetPartitionMeta, request, consumer_.rpc_timeout(),
                     [response, done](const Status& status, codec::RpcReply&& reply, size_t) {
                       done(status.ok() ? service::ParseReply(reply, *response) : status);
                     });
@@ -313,11 +310,11 @@ Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionStatus
                  {response->brokerconfiglist().begin(), response->brokerconfiglist().end()});
     ApplyTopicMeta(response->topicmetainfoid(),
                    {response->topicmetainfolist().begin(), response->topicmetainfolist().end()});
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
     topic_meta_queried_ = Clock::now();
     topic_meta_known_ = true;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(consumer_.mutex_);
   out.clear();
   for (const auto& item : topic_meta_) {
     out.push_back({item.partition.Key(), item.partition.topic, item.partition.broker.id,
@@ -327,15 +324,14 @@ Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionStatus
   return Status::OK();
 }
 
-Status Consumer::Impl::Assign(const std::string& partition_key, int64_t offset) {
-  if (!options_.client_balance) return NotClientBalanced();
+Status ClientBalancedMembership::Assign(const std::string& partition_key, int64_t offset) {
   std::vector<PartitionStatus> known;
   Status queried = QueryPartitions(/*refresh=*/false, known);
   if (!queried.ok()) return queried;
   std::optional<meta::Partition> partition;
   bool subscribable = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
     for (const auto& item : topic_meta_) {
       if (item.partition.Key() != partition_key) continue;
       partition = item.partition;
@@ -351,8 +347,9 @@ Status Consumer::Impl::Assign(const std::string& partition_key, int64_t offset) 
     }
   }
   if (!partition) {
-    return Status(ErrorCode::kNotFound, "partition " + partition_key +
-                                            " is not among the partitions of the subscribed topics");
+    return Status(ErrorCode::kNotFound,
+                  "partition " + partition_key +
+                      " is not among the partitions of the subscribed topics");
   }
   if (!subscribable) {
     return Status(ErrorCode::kPartitionUnsubscribable,
@@ -360,12 +357,12 @@ Status Consumer::Impl::Assign(const std::string& partition_key, int64_t offset) 
   }
   // Taking a held partition again moves it: its batch in flight is dropped (the
   // broker discards an uncommitted batch at every registration).
-  cache_.Remove(partition_key);
+  consumer_.cache_.Remove(partition_key);
   Status status = Await([&](Done done) {
-    RegisterAtBroker(*partition, /*retry_occupied=*/true, offset, std::move(done));
+    consumer_.RegisterAtBroker(*partition, /*retry_occupied=*/true, offset, std::move(done));
   });
-  std::lock_guard<std::mutex> lock(mutex_);
-  report_next_ = true;
+  std::lock_guard<std::mutex> lock(consumer_.mutex_);
+  consumer_.report_next_ = true;
   if (status.code() == ErrorCode::kPartitionOccupied ||
       status.code() == ErrorCode::kCertificateFailure) {
     refused_at_[partition_key] = Clock::now();
@@ -375,16 +372,15 @@ Status Consumer::Impl::Assign(const std::string& partition_key, int64_t offset) 
   return status;
 }
 
-Status Consumer::Impl::Unassign(const std::string& partition_key, bool commit) {
-  if (!options_.client_balance) return NotClientBalanced();
-  auto removed = cache_.Remove(partition_key);
+Status ClientBalancedMembership::Unassign(const std::string& partition_key, bool commit) {
+  auto removed = consumer_.cache_.Remove(partition_key);
   if (!removed) return Status::OK();  // not held: nothing to give back
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    report_next_ = true;
+    std::lock_guard<std::mutex> lock(consumer_.mutex_);
+    consumer_.report_next_ = true;
   }
   return Await([&](Done done) {
-    UnregisterAtBroker(removed->partition, commit, std::move(done));
+    consumer_.UnregisterAtBroker(removed->partition, commit, std::move(done));
   });
 }
 
