@@ -117,6 +117,10 @@ def test_blackhole_answers_nothing_on_new_and_open_connections(proxy):
 
 def test_reset_cuts_the_reply_and_resets(proxy):
     with connect(proxy) as sock:
+        # A round trip first: connect() returns before the proxy has accepted, and a
+        # connection it accepts in reset mode is a new one, reset at once.
+        sock.sendall(b".")
+        assert read_exactly(sock, 1) == b"."
         proxy.set_mode("reset", reset_after=3)
         sock.sendall(b"abcdefgh")
         received = b""
