@@ -7,6 +7,7 @@
 #include "MasterService.pb.h"
 #include "consumer/consumer_impl.h"
 #include "log/log.h"
+#include "meta/subscribe_info.h"
 #include "service/rpc_call.h"
 
 namespace tubemq {
@@ -18,6 +19,17 @@ constexpr int32_t kOpRegister = 31;
 constexpr int32_t kOpUnregister = 32;
 
 }  // namespace
+
+pb::RegisterRequestC2B Consumer::Impl::BrokerRegistration(const meta::Partition& partition,
+                                                          int32_t op_type) const {
+  pb::RegisterRequestC2B request;
+  request.set_optype(op_type);
+  request.set_clientid(client_id_);
+  request.set_groupname(options_.group);
+  request.set_topicname(partition.topic);
+  request.set_partitionid(partition.id);
+  return request;
+}
 
 void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
                                       int64_t boot_offset, Done done) {
@@ -31,12 +43,7 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
                   : options_.position == ConsumePosition::kMaxAlways ? 2
                                                                      : 0;
   }
-  pb::RegisterRequestC2B request;
-  request.set_optype(kOpRegister);
-  request.set_clientid(client_id_);
-  request.set_groupname(options_.group);
-  request.set_topicname(partition.topic);
-  request.set_partitionid(partition.id);
+  pb::RegisterRequestC2B request = BrokerRegistration(partition, kOpRegister);
   request.set_readstatus(read_status);
   if (boot_offset >= 0) request.set_curroffset(boot_offset);
   const auto filters = options_.topics.find(partition.topic);
@@ -80,12 +87,7 @@ void Consumer::Impl::RegisterAtBroker(const meta::Partition& partition, bool ret
 
 void Consumer::Impl::UnregisterAtBroker(const meta::Partition& partition, bool consumed,
                                         Done done) {
-  pb::RegisterRequestC2B request;
-  request.set_optype(kOpUnregister);
-  request.set_clientid(client_id_);
-  request.set_groupname(options_.group);
-  request.set_topicname(partition.topic);
-  request.set_partitionid(partition.id);
+  pb::RegisterRequestC2B request = BrokerRegistration(partition, kOpUnregister);
   request.set_readstatus(consumed ? 0 : 1);  // 0 commits the last batch, 1 rolls it back
   FillBrokerAuth(*request.mutable_authinfo());
   auto connection = BrokerConnection(partition);

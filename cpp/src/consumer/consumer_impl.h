@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,7 +21,6 @@
 #include "consumer/rmt_data_cache_csm.h"
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/partition_pacer.h"
-#include "meta/subscribe_info.h"
 #include "net/connection_tracker.h"
 #include "service/credentials.h"
 #include "service/client_life.h"
@@ -36,6 +34,7 @@ namespace tubemq {
 namespace pb {
 class AuthorizedInfo;
 class CommitOffsetRequestC2B;
+class RegisterRequestC2B;
 }  // namespace pb
 
 class ClientBalancedMembership;
@@ -103,6 +102,9 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void RegisterAtBroker(const meta::Partition& partition, bool retry_occupied,
                         int64_t boot_offset, Done done);
   void UnregisterAtBroker(const meta::Partition& partition, bool consumed, Done done);
+  // The fields a register and an unregister of a partition share.
+  pb::RegisterRequestC2B BrokerRegistration(const meta::Partition& partition,
+                                            int32_t op_type) const;
   void BrokerHeartbeats();
   // --- pull path (fetch_path.cc) ---
   using FetchResult = consumer::RmtDataCacheCsm::FetchResult;
@@ -113,9 +115,9 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   void CommitUnseen(const meta::Partition& partition, uint64_t token);
   // Commits the batch of a partition in use with a CommitOffset of its own, not waited
   // for; stores the answer's offsets, then releases the partition to rest `delay`.
-  // `counted`: the commit was counted already (it rode on the fetch before).
+  // `already_counted`: the commit rode on the fetch before and was counted then.
   void CommitHeld(const meta::Partition& partition, uint64_t token,
-                  std::chrono::milliseconds delay, bool counted);
+                  std::chrono::milliseconds delay, bool already_counted);
   // A commit left to ride on the partition's next fetch; taken (true once) when a fetch
   // reply came back, which then carried it.
   void RideCommit(const std::string& key);

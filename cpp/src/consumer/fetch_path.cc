@@ -180,7 +180,7 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
       // of an idle partition. One CommitOffset asks (a no-op for the broker: no batch
       // is outstanding while the partition is in our hands), once per ridden commit.
       CommitHeld(partition, selection.token, std::chrono::milliseconds(delay),
-                 /*counted=*/true);
+                 /*already_counted=*/true);
     } else {
       cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
     }
@@ -239,22 +239,23 @@ void Consumer::Impl::CommitUnseen(const meta::Partition& partition, uint64_t tok
     cache_.Release(key, token, true, PacingDelayAfterConfirm(key, partition.topic));
     return;
   }
-  CommitHeld(partition, token, PacingDelayAfterConfirm(key, partition.topic), /*counted=*/false);
+  CommitHeld(partition, token, PacingDelayAfterConfirm(key, partition.topic),
+             /*already_counted=*/false);
 }
 
 void Consumer::Impl::CommitHeld(const meta::Partition& partition, uint64_t token,
-                                std::chrono::milliseconds delay, bool counted) {
+                                std::chrono::milliseconds delay, bool already_counted) {
   const std::string key = partition.Key();
   const pb::CommitOffsetRequestC2B request = CommitRequest(partition, true);
   // Not waited for: this runs on the I/O thread. The partition stays in use until the
   // answer, and whatever it is, the flag settles the batch on the next fetch.
   service::SendRequest(
       *BrokerConnection(partition), codec::Method::kCommitOffset, request, rpc_timeout(),
-      [self = shared_from_this(), key, token, delay, counted](const Status& status,
-                                                              codec::RpcReply&& reply) {
+      [self = shared_from_this(), key, token, delay, already_counted](
+          const Status& status, codec::RpcReply&& reply) {
         pb::CommitOffsetResponseB2C response;
         if (status.ok() && service::ParseReply(reply, response).ok() && response.success()) {
-          if (!counted) Count(self->counters_.commits);
+          if (!already_counted) Count(self->counters_.commits);
           self->cache_.UpdateOffsets(key, {response.has_curroffset() ? response.curroffset() : -1,
                                            response.has_maxoffset() ? response.maxoffset() : -1});
         }
