@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -31,18 +34,11 @@ struct ValuesRun {
   size_t size = 0;
 };
 
-// The start of the values when they lie one after another in memory, else nullptr.
-const char* OneRun(const ReceivedBatch& batch) {
-  const char* start = nullptr;
-  const char* next = nullptr;
-  for (const auto& message : batch.messages) {
-    if (message.body.empty()) continue;
-    if (start == nullptr) start = message.body.data();
-    else if (message.body.data() != next) return nullptr;
-    next = message.body.data() + message.body.size();
-  }
-  return start;
-}
+// Where each value ends, as int64s of format 'q': numpy and memoryview indexing read the
+// type from the buffer itself, so no cast is made per call.
+struct ValueOffsets {
+  std::vector<int64_t> ends;
+};
 
 }  // namespace
 
@@ -52,46 +48,57 @@ void RegisterValuesRun(py::module_& module) {
         return py::buffer_info(const_cast<char*>(run.data), static_cast<py::ssize_t>(run.size),
                                /*readonly=*/true);
       });
+  py::class_<ValueOffsets>(module, "_ValueOffsets", py::buffer_protocol())
+      .def_buffer([](ValueOffsets& offsets) {
+        return py::buffer_info(offsets.ends.data(), static_cast<py::ssize_t>(sizeof(int64_t)),
+                               "q", static_cast<py::ssize_t>(offsets.ends.size()),
+                               /*readonly=*/true);
+      });
 }
 
 py::tuple BatchValues(const ReceivedBatch& batch) {
-  const size_t count = batch.messages.size();
-  size_t total = 0;
-  for (const auto& message : batch.messages) total += message.body.size();
-  const char* run = batch.owner ? OneRun(batch) : nullptr;
-  const auto offsets_size = static_cast<py::ssize_t>((count + 1) * sizeof(int64_t));
-  auto offsets =
-      py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, offsets_size));
-  if (!offsets) throw py::error_already_set();
-  char* ends = PyBytes_AS_STRING(offsets.ptr());
-  // Copied into a bytes object only when the values are not one run already; either
-  // way `data` keeps its memory alive without the batch.
-  py::object data;
-  char* out = nullptr;
-  if (run != nullptr) {
-    data = py::cast(ValuesRun{batch.owner, run, total});
-  } else {
-    data = py::reinterpret_steal<py::bytes>(
-        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(total)));
-    if (!data) throw py::error_already_set();
-    out = PyBytes_AS_STRING(data.ptr());
-  }
-  {
-    // The caller's reference to the batch keeps its bytes alive meanwhile.
-    py::gil_scoped_release release;
-    int64_t position = 0;
-    std::memcpy(ends, &position, sizeof position);
-    for (size_t i = 0; i < count; ++i) {
-      const auto& body = batch.messages[i].body;
-      if (out != nullptr && !body.empty()) std::memcpy(out + position, body.data(), body.size());
-      position += static_cast<int64_t>(body.size());
-      std::memcpy(ends + (i + 1) * sizeof(int64_t), &position, sizeof position);
+  // One pass: the offsets, and whether the values lie one after another in memory (as a
+  // fetch leaves them), so that `data` can be a view of the fetched buffer.
+  ValueOffsets offsets;
+  offsets.ends.reserve(batch.messages.size() + 1);
+  offsets.ends.push_back(0);
+  int64_t position = 0;
+  const char* start = nullptr;
+  const char* next = nullptr;
+  bool one_run = batch.owner != nullptr;
+  for (const auto& message : batch.messages) {
+    const std::string_view body = message.body;
+    if (!body.empty()) {
+      if (start == nullptr) start = body.data();
+      else if (body.data() != next) one_run = false;
+      next = body.data() + body.size();
     }
+    position += static_cast<int64_t>(body.size());
+    offsets.ends.push_back(position);
   }
-  // memoryview(bytes) is read-only; cast("q") gives the offsets their type for numpy and
-  // for indexing from Python, and keeps the bytes as its base.
-  py::object offsets_view = py::memoryview(offsets).attr("cast")("q");
-  return py::make_tuple(py::memoryview(data), offsets_view);
+  const auto total = static_cast<size_t>(position);
+  py::object data;
+  if (one_run && start != nullptr) {
+    data = py::cast(ValuesRun{batch.owner, start, total});
+  } else {
+    // Values from elsewhere (a batch not made by a fetch): copied into one bytes object,
+    // which keeps its memory alive without the batch.
+    auto copy = py::reinterpret_steal<py::bytes>(
+        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(total)));
+    if (!copy) throw py::error_already_set();
+    char* out = PyBytes_AS_STRING(copy.ptr());
+    {
+      // The caller's reference to the batch keeps its bytes alive meanwhile.
+      py::gil_scoped_release release;
+      for (const auto& message : batch.messages) {
+        if (message.body.empty()) continue;
+        std::memcpy(out, message.body.data(), message.body.size());
+        out += message.body.size();
+      }
+    }
+    data = std::move(copy);
+  }
+  return py::make_tuple(py::memoryview(data), py::memoryview(py::cast(std::move(offsets))));
 }
 
 }  // namespace tubemq::bindings

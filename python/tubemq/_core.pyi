@@ -185,6 +185,11 @@ class _ValuesRun:
 
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
+class _ValueOffsets:
+    """What Batch.values()'s offsets view: where each value ends, int64s of format 'q'."""
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
 class Batch:
     @property
     def topic(self) -> str: ...
