@@ -194,7 +194,7 @@ void ClientBalancedMembership::RegisterOnce(Done done) {
 void ClientBalancedMembership::Heartbeat() {
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
-    if (!consumer_.life_.running() || consumer_.heartbeat_in_flight_) return;
+    if (!consumer_.session_.running() || consumer_.heartbeat_in_flight_) return;
     consumer_.heartbeat_in_flight_ = true;
   }
   std::vector<std::string> held = FormatHeld(consumer_.cache_.Held());
@@ -260,7 +260,7 @@ void ClientBalancedMembership::Heartbeat() {
 void ClientBalancedMembership::ConsumeFromMax() {
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
-    if (!from_max_pending_ || !consumer_.life_.running()) return;
+    if (!from_max_pending_ || !consumer_.session_.running()) return;
     from_max_pending_ = false;
   }
   // The admin asked the group to skip its backlog: every held partition starts again at

@@ -1,5 +1,6 @@
-// The consumer's life at the master, whichever its membership: start (register with
-// retries), the heartbeat schedule, flow-control rules, close.
+// The consumer's steps in its session at the master (service::ClientSession), whichever
+// its membership: registering through the membership, the heartbeat tick, flow-control
+// rules, and leaving (partitions handed back, then the group).
 #include "consumer/consumer_impl.h"
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 #include "consumer/server_balanced.h"
 #include "log/log.h"
 #include "meta/client_id.h"
-#include "service/retry_pause.h"
 #include "service/rpc_call.h"
 #include "tubemq/version.h"
 
@@ -47,10 +47,11 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
       tls_(std::move(tls)),
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters), tls_)),
       broker_connections_(engine_->pool(), tls_),
-      heartbeat_timer_(
-          service::PeriodicTimer::Create(engine_->io().get_executor(), "consumer-heartbeat")),
       sweep_timer_(
-          service::PeriodicTimer::Create(engine_->io().get_executor(), "confirm-sweep")) {
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "confirm-sweep")),
+      session_(*this, mutex_, engine_->io(),
+               {"consumer", config_.register_attempts,
+                std::chrono::milliseconds(config_.register_retry_wait_ms)}) {
   if (options_.client_balance) {
     auto membership = std::make_unique<ClientBalancedMembership>(*this);
     client_balanced_ = membership.get();
@@ -87,43 +88,35 @@ std::optional<bool> Consumer::Impl::BoundOffsetsApplied() const {
 
 bool Consumer::Impl::Running() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return life_.running();
+  return session_.running();
 }
 
-void Consumer::Impl::Start(Done done) {
-  Status answer;
-  bool registers = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    registers = life_.BeginStart("the consumer", answer);
-  }
-  if (!registers) {
-    done(answer);  // never called with mutex_ held
-    return;
-  }
-  Register(config_.register_attempts, [self = shared_from_this(), done](const Status& status) {
-    {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      self->life_.EndStart(status.ok());
+bool Consumer::Impl::Closing() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return session_.closing();
+}
+
+void Consumer::Impl::RegisterOnce(Done done) { membership_->RegisterOnce(std::move(done)); }
+
+bool Consumer::Impl::RetryMayCure(const Status& failure) const {
+  return !FatalRegisterCode(failure.code_value());
+}
+
+void Consumer::Impl::OnRunning() {
+  // The first heartbeat goes out at once; a server-balanced member then asks again
+  // quickly until its first rebalance event arrives (StartHeartbeats).
+  StartHeartbeats(/*eager=*/membership_->HeartbeatsEagerly());
+  std::weak_ptr<Impl> weak = shared_from_this();
+  sweep_timer_->Start(std::chrono::seconds(1), std::chrono::seconds(1), [weak] {
+    auto impl = weak.lock();
+    if (!impl) return;
+    const auto expired = impl->cache_.ExpireUnconfirmed(
+        std::chrono::milliseconds(impl->options_.confirm_timeout_ms));
+    for (const auto& key : expired) {
+      TUBEMQ_LOG_WARN("batch of " << key << " was not confirmed within "
+                                  << impl->options_.confirm_timeout_ms
+                                  << " ms; it will be delivered again");
     }
-    if (status.ok()) {
-      std::weak_ptr<Impl> weak = self;
-      // The first heartbeat goes out at once; a server-balanced member then asks again
-      // quickly until its first rebalance event arrives (StartHeartbeats).
-      self->StartHeartbeats(/*eager=*/self->membership_->HeartbeatsEagerly());
-      self->sweep_timer_->Start(std::chrono::seconds(1), std::chrono::seconds(1), [weak] {
-        auto impl = weak.lock();
-        if (!impl) return;
-        const auto expired = impl->cache_.ExpireUnconfirmed(
-            std::chrono::milliseconds(impl->options_.confirm_timeout_ms));
-        for (const auto& key : expired) {
-          TUBEMQ_LOG_WARN("batch of " << key << " was not confirmed within "
-                                      << impl->options_.confirm_timeout_ms
-                                      << " ms; it will be delivered again");
-        }
-      });
-    }
-    done(status);
   });
 }
 
@@ -135,38 +128,28 @@ void Consumer::Impl::StartHeartbeats(bool eager) {
   // kEagerHeartbeats ticks, the member asks every kEagerHeartbeatInterval.
   const auto period = std::chrono::milliseconds(config_.heartbeat_period_ms);
   const auto interval = eager ? std::min(period, kEagerHeartbeatInterval) : period;
-  std::weak_ptr<Impl> weak = shared_from_this();
-  // Decided and started under the mutex: Close() sets the state under it before it
-  // cancels the timer, so a schedule started here is either cancelled by that Close()
-  // or never started; a closed member never heartbeats again (nor keeps its process).
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!life_.live()) return;
-  eager_heartbeats_left_ = eager && interval < period ? kEagerHeartbeats : 0;
-  heartbeat_timer_->Start(interval, eager ? std::chrono::milliseconds(0) : period, [weak] {
-    auto impl = weak.lock();
-    if (!impl) return;
-    impl->membership_->Heartbeat();
-    impl->BrokerHeartbeats();
-    impl->membership_->OnTick();
-    bool slow_down = false;
-    {
-      std::lock_guard<std::mutex> lock(impl->mutex_);
-      slow_down = impl->eager_heartbeats_left_ > 0 && --impl->eager_heartbeats_left_ == 0;
-    }
-    if (slow_down) impl->StartHeartbeats(/*eager=*/false);
-  });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    eager_heartbeats_left_ = eager && interval < period ? kEagerHeartbeats : 0;
+  }
+  session_.ScheduleHeartbeats(interval, eager ? std::chrono::milliseconds(0) : period);
 }
 
-void Consumer::Impl::Register(int attempts_left, Done done) {
-  membership_->RegisterOnce(
-      [self = shared_from_this(), attempts_left, done](const Status& result) {
-        self->AfterRegisterAttempt(result, attempts_left, done);
-      });
+void Consumer::Impl::HeartbeatTick() {
+  membership_->Heartbeat();
+  BrokerHeartbeats();
+  membership_->OnTick();
+  bool slow_down = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slow_down = eager_heartbeats_left_ > 0 && --eager_heartbeats_left_ == 0;
+  }
+  if (slow_down) StartHeartbeats(/*eager=*/false);
 }
 
 void Consumer::Impl::RegisterAgain() {
   TUBEMQ_LOG_INFO("master does not know consumer " << client_id_ << "; re-registering");
-  Register(1, [](const Status& registered) {
+  session_.Register(1, [](const Status& registered) {
     if (!registered.ok()) TUBEMQ_LOG_WARN("re-registration failed: " << registered.message());
   });
 }
@@ -179,33 +162,6 @@ void Consumer::Impl::EndEagerHeartbeats() {
     eager_heartbeats_left_ = 0;
   }
   if (was_eager) StartHeartbeats(/*eager=*/false);
-}
-
-bool Consumer::Impl::Closing() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return life_.closing();
-}
-
-void Consumer::Impl::AfterRegisterAttempt(const Status& result, int attempts_left, Done done) {
-  const bool fatal = !result.ok() && FatalRegisterCode(result.code_value());
-  if (result.ok() || fatal || attempts_left <= 1) {
-    done(result);
-    return;
-  }
-  // Closed while registering (e.g. start interrupted by Ctrl-C): no retry. A pending
-  // retry timer would also hold the I/O service busy and delay its stop.
-  if (Closing()) {
-    done(Status(ErrorCode::kClientShutdown, "the consumer was closed while registering"));
-    return;
-  }
-  TUBEMQ_LOG_WARN("consumer registration failed (" << result.message() << "); retrying");
-  auto self = shared_from_this();
-  service::AfterRetryPause(
-      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms),
-      [self] { return !self->Closing(); }, "the consumer was closed while registering",
-      std::move(done), [self, attempts_left](Done next_done) {
-        self->Register(attempts_left - 1, std::move(next_done));
-      });
 }
 
 std::vector<std::pair<std::string, std::string>> Consumer::Impl::TopicConditions() const {
@@ -269,51 +225,30 @@ std::shared_ptr<net::ClientConnection> Consumer::Impl::BrokerConnection(
   return broker_connections_.Get(partition.broker.endpoint);
 }
 
-void Consumer::Impl::Close(Done done) {
-  bool registered = false;
-  bool closes = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closes = life_.BeginClose(registered);
-  }
-  if (!closes) {
-    done(Status::OK());  // never called with mutex_ held
-    return;
-  }
-  heartbeat_timer_->Cancel();
-  sweep_timer_->Cancel();
-  auto finish = [self = shared_from_this(), done](const Status& status) {
-    {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      self->life_.EndClose();
-    }
-    done(status);
-  };
-  if (!registered) {
-    cache_.Close();
-    finish(Status::OK());
-    return;
-  }
-  // Hand every partition back at its broker first (a batch still out is rolled back,
-  // so it is delivered again to whoever gets the partition), then leave the group.
+void Consumer::Impl::StopSchedules() { sweep_timer_->Cancel(); }
+
+void Consumer::Impl::LeaveUnregistered() { cache_.Close(); }
+
+// Every partition is handed back at its broker first (a batch still out is rolled back,
+// so it is delivered again to whoever gets the partition); then the member leaves the
+// group.
+void Consumer::Impl::Leave(Done done) {
   std::vector<consumer::RmtDataCacheCsm::Removed> removed;
   for (const meta::Partition& partition : cache_.Held()) {
     if (auto item = cache_.Remove(partition.Key())) removed.push_back(std::move(*item));
   }
   cache_.Close();
   auto remaining = std::make_shared<std::atomic<size_t>>(removed.size() + 1);
-  auto leave = [self = shared_from_this(), finish, remaining](const Status&) {
+  auto leave = [self = shared_from_this(), done = std::move(done), remaining](const Status&) {
     if (--*remaining != 0) return;
     pb::CloseRequestC2M request;
     request.set_clientid(self->client_id_);
     request.set_groupname(self->options_.group);
     if (self->credentials_.enabled()) self->SignIfNeeded(*request.mutable_authinfo());
     self->master_->Call(Method::kConsumerClose, request, self->rpc_timeout(),
-                        [finish](const Status& status, codec::RpcReply&& reply, size_t) {
+                        [done](const Status& status, codec::RpcReply&& reply, size_t) {
                           pb::CloseResponseM2C response;
-                          Status result =
-                              status.ok() ? service::ParseReply(reply, response) : status;
-                          finish(result);
+                          done(status.ok() ? service::ParseReply(reply, response) : status);
                         });
   };
   for (const auto& item : removed) {

@@ -22,8 +22,8 @@
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/partition_pacer.h"
 #include "net/connection_tracker.h"
+#include "service/client_session.h"
 #include "service/credentials.h"
-#include "service/client_life.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
 #include "service/tubemq_service.h"
@@ -39,14 +39,15 @@ class RegisterRequestC2B;
 
 class ClientBalancedMembership;
 
-class Consumer::Impl : public std::enable_shared_from_this<Impl> {
+class Consumer::Impl : public std::enable_shared_from_this<Impl>,
+                       public service::SessionClient {
  public:
   using Done = std::function<void(const Status&)>;
 
   Impl(ClientConfig config, ConsumerOptions options, std::vector<net::Endpoint> masters,
        std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
-  void Start(Done done);
+  void Start(Done done) { session_.Start(std::move(done)); }
   // (Re)starts the heartbeat schedule; `eager`: quick heartbeats until the first
   // rebalance event (see the definition).
   void StartHeartbeats(bool eager);
@@ -56,7 +57,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   // last fetch called for, less the time the application spent on the batch.
   std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,
                                                     const std::string& topic);
-  void Close(Done done);
+  void Close(Done done) { session_.Close(std::move(done)); }
   // Client-balanced mode only (client_balanced.h); otherwise kInvalidArgument.
   Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
   Status Assign(const std::string& partition_key, int64_t offset);
@@ -81,10 +82,16 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   // --- life at the master, whichever the membership (consumer_impl.cc) ---
   static bool FatalRegisterCode(int32_t code);
   static int64_t NowMs();
-  // Joins the group, with up to `attempts_left` attempts.
-  void Register(int attempts_left, Done done);
-  // Retries a failed registration unless the refusal is final or attempts ran out.
-  void AfterRegisterAttempt(const Status& result, int attempts_left, Done done);
+  // The session's steps (service::SessionClient); registering and heartbeats go
+  // through the membership.
+  void RegisterOnce(Done done) override;
+  bool RetryMayCure(const Status& failure) const override;  // not a FatalRegisterCode
+  void OnRunning() override;  // heartbeats and the confirm-timeout sweep
+  void HeartbeatTick() override;
+  void StopSchedules() override;
+  void Leave(Done done) override;
+  void LeaveUnregistered() override;
+  std::shared_ptr<service::SessionClient> Self() override { return shared_from_this(); }
   // The master answered a heartbeat with "unknown member": join again, listing what is
   // held, and keep consuming meanwhile.
   void RegisterAgain();
@@ -158,13 +165,12 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl> {
   const std::shared_ptr<net::TlsContext> tls_;  // null: plain TCP
   std::shared_ptr<service::MasterSession> master_;
   net::ConnectionTracker broker_connections_;
-  std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;
   std::shared_ptr<service::PeriodicTimer> sweep_timer_;
   consumer::RmtDataCacheCsm cache_;
   flowctrl::FlowCtrlRuleHandler flow_rules_;
 
   mutable std::mutex mutex_;
-  service::ClientLife life_;
+  service::ClientSession session_;  // register, heartbeats, close; its state under mutex_
   bool heartbeat_in_flight_ = false;
   int eager_heartbeats_left_ = 0;  // quick heartbeats still to send before the first event
   static constexpr std::chrono::milliseconds kEagerHeartbeatInterval{500};

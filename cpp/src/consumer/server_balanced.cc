@@ -117,7 +117,7 @@ void ServerBalancedMembership::Heartbeat() {
   bool sent_result = false;
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
-    if (!consumer_.life_.running() || consumer_.heartbeat_in_flight_) return;
+    if (!consumer_.session_.running() || consumer_.heartbeat_in_flight_) return;
     consumer_.heartbeat_in_flight_ = true;
     sent_result = !results_.empty();
     const bool report = consumer_.report_next_ || sent_result;
@@ -236,7 +236,7 @@ void ServerBalancedMembership::ProcessNextEvent() {
   Event event;
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
-    if (event_busy_ || events_.empty() || !consumer_.life_.running()) return;
+    if (event_busy_ || events_.empty() || !consumer_.session_.running()) return;
     event_busy_ = true;
     event = std::move(events_.front());
     events_.pop_front();
@@ -250,7 +250,7 @@ void ServerBalancedMembership::ProcessNextEvent() {
       self->report_next_ = true;
     }
     // Ack promptly: the master hands out the group's next event only after this one.
-    self->heartbeat_timer_->FireNow();
+    self->session_.HeartbeatNow();
     ProcessNextEvent();
   };
   TUBEMQ_LOG_INFO("rebalance " << event.rebalance_id << " op " << event.op_type << " for "

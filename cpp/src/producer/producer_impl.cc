@@ -43,44 +43,28 @@ Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
       tls_(std::move(tls)),
       master_(std::make_shared<service::MasterSession>(engine_, std::move(masters), tls_)),
       broker_connections_(engine_->pool(), tls_),
-      heartbeat_timer_(
-          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-heartbeat")),
       probe_timer_(
-          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-probe")) {}
+          service::PeriodicTimer::Create(engine_->io().get_executor(), "producer-probe")),
+      session_(*this, mutex_, engine_->io(),
+               {"producer", config_.register_attempts,
+                std::chrono::milliseconds(config_.register_retry_wait_ms)}) {}
 
 // --- register ----------------------------------------------------------------------
 
-void Producer::Impl::Start(Done done) {
-  Status answer;
-  bool registers = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    registers = life_.BeginStart("the producer", answer);
-  }
-  if (!registers) {
-    done(answer);  // never called with mutex_ held
-    return;
-  }
-  Register(config_.register_attempts, [self = shared_from_this(), done](const Status& status) {
-    {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      self->life_.EndStart(status.ok());
-    }
-    if (status.ok()) {
-      const auto period = std::chrono::milliseconds(self->config_.heartbeat_period_ms);
-      std::weak_ptr<Impl> weak = self;
-      self->heartbeat_timer_->Start(period, period, [weak] {
-        if (auto impl = weak.lock()) impl->Heartbeat(nullptr);
-      });
-      self->probe_timer_->Start(kProbePeriod, kProbePeriod, [weak] {
-        if (auto impl = weak.lock()) impl->ProbeShieldedBrokers();
-      });
-    }
-    done(status);
+void Producer::Impl::OnRunning() {
+  const auto period = std::chrono::milliseconds(config_.heartbeat_period_ms);
+  session_.ScheduleHeartbeats(period, period);
+  std::weak_ptr<Impl> weak = shared_from_this();
+  probe_timer_->Start(kProbePeriod, kProbePeriod, [weak] {
+    if (auto impl = weak.lock()) impl->ProbeShieldedBrokers();
   });
 }
 
-void Producer::Impl::Register(int attempts_left, Done done) {
+bool Producer::Impl::RetryMayCure(const Status& failure) const {
+  return IsRetriable(failure.code_value());
+}
+
+void Producer::Impl::RegisterOnce(Done done) {
   pb::RegisterRequestP2M request;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -93,14 +77,13 @@ void Producer::Impl::Register(int attempts_left, Done done) {
   }
   if (credentials_.enabled()) SignIfNeeded(*request.mutable_authinfo());
   master_->Call(Method::kProducerRegister, request, rpc_timeout(),
-                [self = shared_from_this(), attempts_left, done](
+                [self = shared_from_this(), done = std::move(done)](
                     const Status& status, codec::RpcReply&& reply, size_t) {
-                  self->OnRegisterReply(status, std::move(reply), attempts_left, done);
+                  done(self->OnRegisterReply(status, std::move(reply)));
                 });
 }
 
-void Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& reply,
-                                     int attempts_left, Done done) {
+Status Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& reply) {
   pb::RegisterResponseM2P response;
   Status result = status.ok() ? service::ParseReply(reply, response) : status;
   if (result.ok() && !response.success()) {
@@ -116,24 +99,7 @@ void Producer::Impl::OnRegisterReply(const Status& status, codec::RpcReply&& rep
     TUBEMQ_LOG_INFO("producer " << client_id_ << " registered with "
                                 << master_->masters()[master_->current_index()].ToString());
   }
-  // Only failures a retry can cure are retried; a refusal (bad request, auth) is final.
-  const bool retry = !result.ok() && attempts_left > 1 && IsRetriable(result.code_value());
-  if (!retry) {
-    done(result);
-    return;
-  }
-  TUBEMQ_LOG_WARN("producer registration failed (" << result.message() << "); retrying");
-  auto self = shared_from_this();
-  service::AfterRetryPause(
-      engine_->io(), std::chrono::milliseconds(config_.register_retry_wait_ms),
-      [self] {
-        std::lock_guard<std::mutex> lock(self->mutex_);
-        return !self->life_.closing();
-      },
-      "the producer was closed while registering", std::move(done),
-      [self, attempts_left](Done next_done) {
-        self->Register(attempts_left - 1, std::move(next_done));
-      });
+  return result;
 }
 
 void Producer::Impl::ApplyBrokerList(int64_t checksum, const std::vector<std::string>& items) {
@@ -157,7 +123,7 @@ void Producer::Impl::ProbeShieldedBrokers() {
   std::vector<meta::BrokerInfo> targets;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!life_.running()) return;
+    if (!session_.running()) return;
     for (int32_t id : shield_.Probeable(std::chrono::steady_clock::now())) {
       const auto found = brokers_.find(id);
       if (found != brokers_.end()) targets.push_back(found->second);
@@ -183,7 +149,7 @@ void Producer::Impl::Heartbeat(Done done) {
   bool send = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    running = life_.running();
+    running = session_.running();
     if (running) {
       if (done) next_heartbeat_waiters_.push_back(std::move(done));
       send = !heartbeat_in_flight_;
@@ -229,7 +195,7 @@ void Producer::Impl::OnHeartbeatReply(const Status& status, codec::RpcReply&& re
       TUBEMQ_LOG_INFO("master does not know producer " << client_id_ << "; re-registering");
       // The waiters of this round stay with it: they get the answer of the heartbeat
       // sent after re-registering, or the registration's error.
-      Register(1, [self = shared_from_this()](const Status& registered) {
+      session_.Register(1, [self = shared_from_this()](const Status& registered) {
         if (registered.ok()) {
           self->SendHeartbeat();
         } else {
@@ -280,7 +246,7 @@ void Producer::Impl::FinishHeartbeat(const Status& status) {
     }
     waiters = std::move(current_heartbeat_waiters_);
     current_heartbeat_waiters_.clear();
-    again = !next_heartbeat_waiters_.empty() && life_.running();
+    again = !next_heartbeat_waiters_.empty() && session_.running();
     heartbeat_in_flight_ = again;
   }
   CallAll(waiters, status);
@@ -339,7 +305,7 @@ void Producer::Impl::AwaitPublishable(std::vector<std::string> topics, int attem
         self->engine_->io(), std::chrono::milliseconds(self->config_.register_retry_wait_ms),
         [self] {
           std::lock_guard<std::mutex> lock(self->mutex_);
-          return self->life_.running();
+          return self->session_.running();
         },
         "the producer was closed while publishing", std::move(done),
         [self, topics = std::move(topics), attempts_left](Done next_done) mutable {
@@ -395,52 +361,37 @@ Producer::Counters Producer::Impl::counters() const {
 
 // --- close -------------------------------------------------------------------------
 
-void Producer::Impl::Close(Done done) {
-  bool registered = false;
-  bool closes = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closes = life_.BeginClose(registered);
-  }
-  if (!closes) {
-    done(Status::OK());  // never called with mutex_ held
-    return;
-  }
-  heartbeat_timer_->Cancel();
-  probe_timer_->Cancel();
-  auto finish = [self = shared_from_this(), done](const Status& status) {
-    std::vector<Done> waiters;
-    {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      self->life_.EndClose();
-      waiters = std::move(self->next_heartbeat_waiters_);
-      self->next_heartbeat_waiters_.clear();
-    }
-    CallAll(waiters, Status(ErrorCode::kClientShutdown, "the producer was closed"));
-    done(status);
-  };
-  if (!registered) {
-    finish(Status::OK());
-    return;
-  }
-  // Sends in flight get their answers first (bounded by the RPC timeout); then the
-  // master forgets us.
+void Producer::Impl::StopSchedules() { probe_timer_->Cancel(); }
+
+// Sends in flight get their answers first (bounded by the RPC timeout); then the master
+// forgets us.
+void Producer::Impl::Leave(Done done) {
   slot_freed_.notify_all();
-  WhenDrained(rpc_timeout(), [self = shared_from_this(), finish] {
+  WhenDrained(rpc_timeout(), [self = shared_from_this(), done = std::move(done)] {
     pb::CloseRequestP2M request;
     request.set_clientid(self->client_id_);
     if (self->credentials_.enabled()) self->SignIfNeeded(*request.mutable_authinfo());
     self->master_->Call(
         Method::kProducerClose, request, self->rpc_timeout(),
-        [finish](const Status& status, codec::RpcReply&& reply, size_t) {
+        [done](const Status& status, codec::RpcReply&& reply, size_t) {
           pb::CloseResponseM2P response;
           Status result = status.ok() ? service::ParseReply(reply, response) : status;
           if (result.ok() && !response.success()) {
             result = MasterError("producer close", response.errcode(), response.errmsg());
           }
-          finish(result);
+          done(result);
         });
   });
+}
+
+void Producer::Impl::OnClosed() {
+  std::vector<Done> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiters = std::move(next_heartbeat_waiters_);
+    next_heartbeat_waiters_.clear();
+  }
+  CallAll(waiters, Status(ErrorCode::kClientShutdown, "the producer was closed"));
 }
 
 void Producer::Impl::ApplyGrants(const pb::MasterAuthorizedInfo* authorized,

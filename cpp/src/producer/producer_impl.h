@@ -1,5 +1,6 @@
-// The producer's state machine (behaviour.md §2): register with the master, heartbeat
-// to learn the writable partitions of the published topics, unregister on close.
+// The producer (behaviour.md §2): its session at the master (service::ClientSession:
+// register, heartbeats that learn the writable partitions of the published topics,
+// unregister on close) and its send path.
 //
 // State is guarded by one mutex that is never held while calling out (into the
 // network layer, or into a completion). Completions run on I/O threads.
@@ -23,7 +24,7 @@
 #include "producer/broker_shield.h"
 #include "producer/partition_router.h"
 #include "net/connection_tracker.h"
-#include "service/client_life.h"
+#include "service/client_session.h"
 #include "service/credentials.h"
 #include "service/master_session.h"
 #include "service/periodic_timer.h"
@@ -39,7 +40,8 @@ class MasterAuthorizedInfo;
 class ApprovedClientConfig;
 }  // namespace pb
 
-class Producer::Impl : public std::enable_shared_from_this<Impl> {
+class Producer::Impl : public std::enable_shared_from_this<Impl>,
+                       public service::SessionClient {
  public:
   using Done = std::function<void(const Status&)>;
   using SendCallback = Producer::SendCallback;
@@ -47,9 +49,9 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   Impl(ClientConfig config, ProducerOptions options, std::vector<net::Endpoint> masters,
        std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
-  void Start(Done done);
+  void Start(Done done) { session_.Start(std::move(done)); }
   void Publish(std::vector<std::string> topics, Done done);
-  void Close(Done done);
+  void Close(Done done) { session_.Close(std::move(done)); }
 
   bool AcquireSendSlot(std::chrono::milliseconds wait);
   void Send(OutgoingMessage message, SendCallback callback);
@@ -62,9 +64,17 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
 
  private:
 
-  void Register(int attempts_left, Done done);
-  void OnRegisterReply(const Status& status, codec::RpcReply&& reply, int attempts_left,
-                       Done done);
+  // --- the session's steps (service::SessionClient) ---
+  void RegisterOnce(Done done) override;
+  bool RetryMayCure(const Status& failure) const override;
+  void OnRunning() override;  // heartbeats and the probe of shielded brokers
+  void HeartbeatTick() override { Heartbeat(nullptr); }
+  void StopSchedules() override;
+  void Leave(Done done) override;  // once the sends in flight are answered
+  void OnClosed() override;        // heartbeat waiters learn the producer closed
+  std::shared_ptr<service::SessionClient> Self() override { return shared_from_this(); }
+
+  Status OnRegisterReply(const Status& status, codec::RpcReply&& reply);
   // Queues `done` for the result of the next heartbeat that starts from now on.
   void Heartbeat(Done done);
   void SendHeartbeat();
@@ -115,11 +125,10 @@ class Producer::Impl : public std::enable_shared_from_this<Impl> {
   const std::shared_ptr<net::TlsContext> tls_;  // null: plain TCP
   std::shared_ptr<service::MasterSession> master_;
   net::ConnectionTracker broker_connections_;
-  std::shared_ptr<service::PeriodicTimer> heartbeat_timer_;
   std::shared_ptr<service::PeriodicTimer> probe_timer_;  // shielded brokers, every second
 
   mutable std::mutex mutex_;
-  service::ClientLife life_;
+  service::ClientSession session_;  // register, heartbeats, close; its state under mutex_
   int64_t broker_checksum_ = -1;  // -1: no broker list applied yet
   meta::BrokerMap brokers_;
   std::map<std::string, meta::TopicPartitions> topics_;

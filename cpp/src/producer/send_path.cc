@@ -88,7 +88,7 @@ bool Producer::Impl::AcquireSendSlot(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
   ++slot_waiters_;
   const bool free = slot_freed_.wait_for(lock, wait, [this] {
-    return in_flight_ < options_.max_in_flight || !life_.running();
+    return in_flight_ < options_.max_in_flight || !session_.running();
   });
   --slot_waiters_;
   if (!free) return false;
@@ -181,7 +181,7 @@ Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
 // in the order the caller sees their errors (a closed producer first, then the local
 // checks, then the topic's).
 Status Producer::Impl::CheckAgainstState(const SendJob& job, const Status& local) const {
-  if (!life_.running()) return Status(ErrorCode::kClientShutdown, "the producer is closed");
+  if (!session_.running()) return Status(ErrorCode::kClientShutdown, "the producer is closed");
   if (!local.ok()) return local;
   if (published_.count(job.topic) == 0) {
     return Status(ErrorCode::kTopicUnpublished,

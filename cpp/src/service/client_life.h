@@ -5,8 +5,8 @@
 //                  Starting --refused--> New            (Start may be tried again)
 //   any --Close--> Closing --left the master--> Closed  (a second Close is a no-op)
 //
-// A client guards its ClientLife with its own mutex, as the rest of its state changes
-// with it; these calls are the only transitions.
+// Held by ClientSession (client_session.h) under its client's mutex, as the rest of the
+// client's state changes with it; these calls are the only transitions.
 #pragma once
 
 #include <string>
