@@ -140,7 +140,7 @@ TEST(PartitionPacer, WorkedExampleC_EmptyFetchesBackOff) {
 }
 
 // Adaptive pacing (issue 26): without frequency rules, an empty streak backs off from
-// no wait towards msg_not_found_wait_ms, and data snaps it back.
+// 1 ms towards msg_not_found_wait_ms, and data snaps it back.
 RuleSnapshot NoRules() { return FlowCtrlRuleHandler().Snapshot(); }
 
 FetchOutcome Empty(int32_t ceiling_ms = 400) {
@@ -155,7 +155,7 @@ TEST(PartitionPacer, AnEmptyStreakBacksOffToTheCeiling) {
   std::vector<int64_t> delays;
   for (int i = 0; i < 13; ++i) delays.push_back(pacer.DelayAfter(Empty(), NoRules(), i));
   EXPECT_EQ(delays,
-            (std::vector<int64_t>{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 400, 400, 400}));
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 400, 400, 400, 400}));
   // A long idle streak stays at the ceiling (no overflow of the doubling).
   for (int i = 0; i < 100; ++i) pacer.DelayAfter(Empty(), NoRules(), 20 + i);
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 200), 400);
@@ -167,8 +167,8 @@ TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
   FetchOutcome data;
   data.batch_bytes = 100;
   EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 20), 0);  // a partition with data: at once
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 21), 0);
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 1);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 21), 1);  // the streak starts again
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 2);
 }
 
 TEST(PartitionPacer, TheCeilingIsHonouredAndStateIsPerPartition) {
@@ -178,7 +178,7 @@ TEST(PartitionPacer, TheCeilingIsHonouredAndStateIsPerPartition) {
   }
   EXPECT_EQ(idle.DelayAfter(Empty(50), NoRules(), 30), 50);
   // The other partition's streak is its own.
-  EXPECT_EQ(busy.DelayAfter(Empty(50), NoRules(), 31), 0);
+  EXPECT_EQ(busy.DelayAfter(Empty(50), NoRules(), 31), 1);
   // A ceiling of 0 (msg_not_found_wait_ms=0) never waits.
   PartitionPacer eager(false);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(eager.DelayAfter(Empty(0), NoRules(), i), 0);

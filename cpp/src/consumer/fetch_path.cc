@@ -45,6 +45,10 @@ int32_t DelayForCode(int32_t code, int32_t min_limit_ms, int64_t not_found_wait_
   }
 }
 
+// Consecutive empty fetches (about 30 ms of rest with the default pacing) after which
+// a partition whose last commit rode on a fetch asks where it stands.
+constexpr int32_t kEmptyFetchesBeforeOffsetsCheck = 6;
+
 }  // namespace
 
 // What a poll hands out for one fetch: a batch, or a refusal the application must see.
@@ -168,17 +172,23 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
     outcome.default_delay_ms =
         DelayForCode(code, fetched.min_limit_time, options_.msg_not_found_wait_ms);
     int64_t delay = outcome.default_delay_ms;
+    int32_t empty_fetches = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto pacer = pacers_.try_emplace(key, !options_.topics.at(partition.topic).empty()).first;
       delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
+      empty_fetches = pacer->second.empty_fetches();
     }
     // The broker saw the flag: the previous batch is settled either way.
-    if (code == 404 && TakeRiddenCommit(key)) {
-      // This fetch carried a commit, but "nothing new" does not say where that left
-      // the partition; without an answer offsets() and lag would never reach the end
-      // of an idle partition. One CommitOffset asks (a no-op for the broker: no batch
-      // is outstanding while the partition is in our hands), once per ridden commit.
+    if (code == 404 && empty_fetches >= kEmptyFetchesBeforeOffsetsCheck &&
+        TakeRiddenCommit(key)) {
+      // A fetch carried a commit, but "nothing new" does not say where that left the
+      // partition; without an answer offsets() and lag would never reach the end of an
+      // idle partition. Once the partition has been idle for a few fetches, one
+      // CommitOffset asks (a no-op for the broker: no batch is outstanding while the
+      // partition is in our hands). Not at the first empty fetch: at a steady trickle
+      // every batch is followed by one, and the next batch's reply carries the offsets
+      // anyway.
       CommitHeld(partition, selection.token, std::chrono::milliseconds(delay),
                  /*already_counted=*/true);
     } else {

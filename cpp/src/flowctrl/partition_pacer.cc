@@ -13,9 +13,9 @@ constexpr int64_t kSlicesPerMinute = 12;
 }  // namespace
 
 int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
-  if (empty_fetches <= 1) return 0;  // data may be just behind the empty reply
+  if (empty_fetches <= 0) return 0;
   // 1, 2, 4, ... ms: the shift stops growing long before it could overflow.
-  const int shift = std::min(empty_fetches - 2, 30);
+  const int shift = std::min(empty_fetches - 1, 30);
   return std::min(ceiling_ms, int64_t{1} << shift);
 }
 

