@@ -80,7 +80,7 @@ class IoThreadsTest : public ::testing::Test {
       uint16_t port, std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(2000)) {
     net::ConnectionOptions options;
     options.connect_timeout = connect_timeout;
-    return net::ClientConnection::Create(io_, net::Endpoint{"127.0.0.1", port}, options);
+    return net::ClientConnection::Create(io_, meta::Endpoint{"127.0.0.1", port}, options);
   }
 
   // A request payload whose body is `body` (the scripted servers echo it back).

@@ -23,7 +23,7 @@ using ConnectionPoolTest = testing::IoThreadsTest;
 TEST_F(ConnectionPoolTest, SameAddressSharesOneConnectionEvenFromManyThreads) {
   ScriptedServer server(Echo);
   ConnectionPool pool(io_, ConnectionOptions{});
-  const Endpoint endpoint{"127.0.0.1", server.port()};
+  const meta::Endpoint endpoint{"127.0.0.1", server.port()};
   std::vector<std::shared_ptr<ClientConnection>> got(8);
   std::vector<std::thread> getters;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -47,8 +47,8 @@ TEST_F(ConnectionPoolTest, DifferentPortsGetDifferentConnections) {
   ScriptedServer first(Echo);
   ScriptedServer second(Echo);
   ConnectionPool pool(io_, ConnectionOptions{});
-  auto a = pool.Get(Endpoint{"127.0.0.1", first.port()});
-  auto b = pool.Get(Endpoint{"127.0.0.1", second.port()});
+  auto a = pool.Get(meta::Endpoint{"127.0.0.1", first.port()});
+  auto b = pool.Get(meta::Endpoint{"127.0.0.1", second.port()});
   EXPECT_NE(a, b);
   EXPECT_EQ(pool.size(), 2u);
   EXPECT_EQ(a->endpoint().port, first.port());
@@ -69,7 +69,7 @@ TEST_F(ConnectionPoolTest, ConnectionClosedByThePeerIsReplacedOnTheNextGet) {
     Echo(peer);
   });
   ConnectionPool pool(io_, ConnectionOptions{});
-  const Endpoint endpoint{"127.0.0.1", server.port()};
+  const meta::Endpoint endpoint{"127.0.0.1", server.port()};
   auto first = pool.Get(endpoint);
   Recorder failed(1);
   first->Call(Payload("a"), 3000ms, failed.Track(1));
@@ -91,7 +91,7 @@ TEST_F(ConnectionPoolTest, ConnectionClosedByThePeerIsReplacedOnTheNextGet) {
 TEST_F(ConnectionPoolTest, IdleConnectionsAreRecycledAndReplaced) {
   ScriptedServer server(Echo);
   ConnectionPool pool(io_, ConnectionOptions{});
-  const Endpoint endpoint{"127.0.0.1", server.port()};
+  const meta::Endpoint endpoint{"127.0.0.1", server.port()};
   auto first = pool.Get(endpoint);
   Recorder recorder(1);
   first->Call(Payload("a"), 3000ms, recorder.Track(1));
@@ -116,7 +116,7 @@ TEST_F(ConnectionPoolTest, ConnectionWithAPendingRequestIsNotRecycled) {
     }
   });
   ConnectionPool pool(io_, ConnectionOptions{});
-  auto connection = pool.Get(Endpoint{"127.0.0.1", server.port()});
+  auto connection = pool.Get(meta::Endpoint{"127.0.0.1", server.port()});
   Recorder recorder(1);
   connection->Call(Payload("never answered"), 5000ms, recorder.Track(1));
   ASSERT_TRUE(Eventually([&] { return connection->pending_count() == 1; }));

@@ -43,7 +43,7 @@ struct ResetOnceServer {
 TEST_F(ConnectionTrackerTest, ALostConnectionCountsOnceForEachClientThatUsedIt) {
   ResetOnceServer peer;
   ConnectionPool pool(io_, ConnectionOptions{});
-  const Endpoint endpoint{"127.0.0.1", peer.server.port()};
+  const meta::Endpoint endpoint{"127.0.0.1", peer.server.port()};
   ConnectionTracker first_client(pool);
   ConnectionTracker second_client(pool);
   ConnectionTracker late_client(pool);
@@ -72,7 +72,7 @@ TEST_F(ConnectionTrackerTest, ALostConnectionCountsOnceForEachClientThatUsedIt) 
 TEST_F(ConnectionTrackerTest, ConnectionsClosedOnPurposeAreReplacedWithoutCounting) {
   ScriptedServer server(Echo);
   ConnectionPool pool(io_, ConnectionOptions{});
-  const Endpoint endpoint{"127.0.0.1", server.port()};
+  const meta::Endpoint endpoint{"127.0.0.1", server.port()};
   ConnectionTracker client(pool);
 
   auto first = client.Get(endpoint);
@@ -100,7 +100,7 @@ TEST_F(ConnectionTrackerTest, AFailedConnectCountsAsLost) {
   }  // nothing listens there any more
   ConnectionPool pool(io_, ConnectionOptions{});
   ConnectionTracker client(pool);
-  const Endpoint endpoint{"127.0.0.1", closed_port};
+  const meta::Endpoint endpoint{"127.0.0.1", closed_port};
   auto refused = client.Get(endpoint);
   Recorder recorder(1);
   refused->Call(Payload("x"), 3000ms, recorder.Track(1));

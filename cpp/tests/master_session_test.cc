@@ -57,7 +57,7 @@ Outcome CallOnce(MasterSession& session) {
   return future.get();
 }
 
-net::Endpoint Local(uint16_t port) { return net::Endpoint{"127.0.0.1", port}; }
+meta::Endpoint Local(uint16_t port) { return meta::Endpoint{"127.0.0.1", port}; }
 
 TEST(MasterSession, StandbyAndDeadMastersAreSkippedAndTheActiveOneRemembered) {
   ServiceLease lease;
@@ -71,7 +71,7 @@ TEST(MasterSession, StandbyAndDeadMastersAreSkippedAndTheActiveOneRemembered) {
   ScriptedServer active(ActiveMaster);
   auto session = std::make_shared<MasterSession>(
       lease.engine_ptr(),
-      std::vector<net::Endpoint>{Local(dead_port), Local(standby.port()), Local(active.port())});
+      std::vector<meta::Endpoint>{Local(dead_port), Local(standby.port()), Local(active.port())});
   const Outcome first = CallOnce(*session);
   EXPECT_TRUE(first.status.ok()) << first.status.ToString();
   EXPECT_EQ(first.index, 2u);
@@ -90,7 +90,7 @@ TEST(MasterSession, ASwitchToAnotherActiveMasterIsCounted) {
   auto first = std::make_unique<ScriptedServer>(ActiveMaster);
   ScriptedServer second(ActiveMaster);
   auto session = std::make_shared<MasterSession>(
-      lease.engine_ptr(), std::vector<net::Endpoint>{Local(first->port()), Local(second.port())});
+      lease.engine_ptr(), std::vector<meta::Endpoint>{Local(first->port()), Local(second.port())});
   EXPECT_EQ(CallOnce(*session).index, 0u);
   first.reset();  // the active master dies; the next call lands on the other one
   const Outcome after = CallOnce(*session);
@@ -104,7 +104,7 @@ TEST(MasterSession, ARefusalIsFinalAndDoesNotSwitchMasters) {
   ScriptedServer refusing(AnswersException("java.lang.Exception"));
   ScriptedServer active(ActiveMaster);
   auto session = std::make_shared<MasterSession>(
-      lease.engine_ptr(), std::vector<net::Endpoint>{Local(refusing.port()), Local(active.port())});
+      lease.engine_ptr(), std::vector<meta::Endpoint>{Local(refusing.port()), Local(active.port())});
   const Outcome outcome = CallOnce(*session);
   EXPECT_EQ(outcome.status.code(), ErrorCode::kRemoteException);
   EXPECT_EQ(outcome.status.message(), "java.lang.Exception#scripted");
@@ -117,7 +117,7 @@ TEST(MasterSession, AllMastersFailingNamesEachOfThem) {
       AnswersException("org.apache.inlong.tubemq.corerpc.exception.StandbyException"));
   ScriptedServer stopping(AnswersException("x.ServiceStoppingException"));
   auto session = std::make_shared<MasterSession>(
-      lease.engine_ptr(), std::vector<net::Endpoint>{Local(standby.port()), Local(stopping.port())});
+      lease.engine_ptr(), std::vector<meta::Endpoint>{Local(standby.port()), Local(stopping.port())});
   const Outcome outcome = CallOnce(*session);
   EXPECT_FALSE(outcome.status.ok());
   // A group electing its active master answers like this for a few seconds: retriable,

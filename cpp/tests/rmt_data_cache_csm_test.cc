@@ -16,7 +16,7 @@ using Clock = RmtDataCacheCsm::Clock;
 meta::Partition P(int32_t broker, int32_t id, const char* topic = "t") {
   meta::Partition partition;
   partition.broker.id = broker;
-  partition.broker.endpoint = net::Endpoint{"127.0.0.1", static_cast<uint16_t>(8000 + broker)};
+  partition.broker.endpoint = meta::Endpoint{"127.0.0.1", static_cast<uint16_t>(8000 + broker)};
   partition.topic = topic;
   partition.id = id;
   return partition;

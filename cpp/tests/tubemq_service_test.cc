@@ -60,8 +60,8 @@ TEST(TubeMQService, RestartReusesTheEngineAndStateCountsConnections) {
     EXPECT_GT(started.generation, 0);
     EXPECT_EQ(started.generation, generation) << "a restart reuses the engine";
     // Connections are counted as the pool holds them (no traffic needed).
-    auto a = lease.engine().pool().Get(net::Endpoint{"127.0.0.1", 1});
-    auto b = lease.engine().pool().Get(net::Endpoint{"127.0.0.1", 2});
+    auto a = lease.engine().pool().Get(meta::Endpoint{"127.0.0.1", 1});
+    auto b = lease.engine().pool().Get(meta::Endpoint{"127.0.0.1", 2});
     EXPECT_EQ(GetServiceState().connections, 2u);
   }
   // Stopping closed and dropped the pooled connections.
@@ -81,7 +81,7 @@ TEST(TubeMQService, StoppingFailsRequestsStillPending) {
   std::atomic<int> calls{0};
   {
     ServiceLease lease;
-    auto connection = lease.engine().pool().Get(net::Endpoint{"127.0.0.1", server.port()});
+    auto connection = lease.engine().pool().Get(meta::Endpoint{"127.0.0.1", server.port()});
     connection->Call(codec::EncodeRequestPayload(codec::Method::kProducerClose, 5000, "x"),
                      60000ms, [&](const Status& status, codec::RpcReply&&) {
                        if (++calls == 1) outcome.set_value(status);

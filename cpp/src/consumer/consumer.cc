@@ -81,7 +81,7 @@ struct Consumer::Shell : service::ClientShell {
 
 Consumer::Consumer(ClientConfig config, ConsumerOptions options)
     : shell_(std::make_unique<Shell>()) {
-  std::vector<net::Endpoint> masters;
+  std::vector<meta::Endpoint> masters;
   std::shared_ptr<net::TlsContext> tls;
   shell_->construction = service::ValidateClientConfig(config, masters, tls);
   if (shell_->construction.ok()) shell_->construction = ValidateOptions(options);

@@ -35,7 +35,7 @@ bool Consumer::Impl::FatalRegisterCode(int32_t code) {
 }
 
 Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
-                     std::vector<net::Endpoint> masters, std::shared_ptr<net::TlsContext> tls,
+                     std::vector<meta::Endpoint> masters, std::shared_ptr<net::TlsContext> tls,
                      std::shared_ptr<service::IoEngine> engine)
     : config_(std::move(config)),
       options_(std::move(options)),

@@ -44,7 +44,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
  public:
   using Done = std::function<void(const Status&)>;
 
-  Impl(ClientConfig config, ConsumerOptions options, std::vector<net::Endpoint> masters,
+  Impl(ClientConfig config, ConsumerOptions options, std::vector<meta::Endpoint> masters,
        std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
   void Start(Done done) { session_.Start(std::move(done)); }

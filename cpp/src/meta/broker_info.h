@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "net/endpoint.h"
+#include "meta/endpoint.h"
 #include "tubemq/status.h"
 
 namespace tubemq::meta {
@@ -19,7 +19,7 @@ inline constexpr uint16_t kDefaultBrokerTlsPort = 8124;
 
 struct BrokerInfo {
   int32_t id = 0;
-  net::Endpoint endpoint;
+  meta::Endpoint endpoint;
 };
 
 Status ParseBrokerInfo(std::string_view text, bool tls, BrokerInfo& out);

@@ -33,7 +33,7 @@ Status ParsePartitionFullString(std::string_view text, Partition& out) {
     return Bad("partition string", text);
   }
   out.broker.id = static_cast<int32_t>(broker_id);
-  out.broker.endpoint = net::Endpoint{std::string(Trim(broker[1])), static_cast<uint16_t>(port)};
+  out.broker.endpoint = meta::Endpoint{std::string(Trim(broker[1])), static_cast<uint16_t>(port)};
   out.topic = std::string(Trim(topic[0]));
   out.id = static_cast<int32_t>(partition_id);
   return Status::OK();

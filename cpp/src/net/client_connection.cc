@@ -20,14 +20,14 @@ int64_t NowNanos() {
 }  // namespace
 
 std::shared_ptr<ClientConnection> ClientConnection::Create(asio::io_context& io,
-                                                           Endpoint endpoint,
+                                                           meta::Endpoint endpoint,
                                                            ConnectionOptions options,
                                                            std::shared_ptr<TlsContext> tls) {
   return std::make_shared<ClientConnection>(PrivateTag{}, io, std::move(endpoint), options,
                                             std::move(tls));
 }
 
-ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, Endpoint endpoint,
+ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, meta::Endpoint endpoint,
                                    ConnectionOptions options, std::shared_ptr<TlsContext> tls)
     : strand_(asio::make_strand(io)),
       resolver_(strand_),

@@ -34,7 +34,7 @@
 
 #include "codec/frame_codec.h"
 #include "codec/rpc_envelope.h"
-#include "net/endpoint.h"
+#include "meta/endpoint.h"
 #include "net/request_deadlines.h"
 #include "net/tls_context.h"
 #include "tubemq/status.h"
@@ -56,11 +56,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   struct PrivateTag {};
   // With `tls`, the connection is TLS from its first byte (the TLS handshake counts
   // towards the connect timeout); the framing inside is the same.
-  static std::shared_ptr<ClientConnection> Create(asio::io_context& io, Endpoint endpoint,
+  static std::shared_ptr<ClientConnection> Create(asio::io_context& io, meta::Endpoint endpoint,
                                                   ConnectionOptions options,
                                                   std::shared_ptr<TlsContext> tls = nullptr);
-  ClientConnection(PrivateTag, asio::io_context& io, Endpoint endpoint, ConnectionOptions options,
-                   std::shared_ptr<TlsContext> tls);
+  ClientConnection(PrivateTag, asio::io_context& io, meta::Endpoint endpoint,
+                   ConnectionOptions options, std::shared_ptr<TlsContext> tls);
   ~ClientConnection();
 
   ClientConnection(const ClientConnection&) = delete;
@@ -80,7 +80,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // Closes the connection and fails every pending request with `reason`.
   void Close(Status reason);
 
-  const Endpoint& endpoint() const { return endpoint_; }
+  const meta::Endpoint& endpoint() const { return endpoint_; }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
   // Closed by a failure (connect, transport, protocol) rather than by Close().
   bool lost() const { return lost_.load(std::memory_order_acquire); }
@@ -141,7 +141,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;  // the one timer for every request's deadline
-  const Endpoint endpoint_;
+  const meta::Endpoint endpoint_;
   const ConnectionOptions options_;
   const std::shared_ptr<TlsContext> tls_;
   // Over socket_, made once TCP is up; kept until destruction, because handlers of

@@ -6,7 +6,7 @@
 
 namespace tubemq::net {
 
-std::shared_ptr<ClientConnection> ConnectionPool::Get(const Endpoint& endpoint,
+std::shared_ptr<ClientConnection> ConnectionPool::Get(const meta::Endpoint& endpoint,
                                                       const std::shared_ptr<TlsContext>& tls) {
   const std::string key = tls ? tls->pool_key() + "@" + endpoint.ToString() : endpoint.ToString();
   std::lock_guard<std::mutex> lock(mutex_);

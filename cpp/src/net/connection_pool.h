@@ -19,7 +19,7 @@ class ConnectionPool {
 
   // The open (or opening) connection to `endpoint`, created if needed; over TLS with
   // `tls`.
-  std::shared_ptr<ClientConnection> Get(const Endpoint& endpoint,
+  std::shared_ptr<ClientConnection> Get(const meta::Endpoint& endpoint,
                                         const std::shared_ptr<TlsContext>& tls = nullptr);
 
   // Closes connections with nothing pending and no traffic for `idle`. Returns how

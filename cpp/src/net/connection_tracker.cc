@@ -2,7 +2,7 @@
 
 namespace tubemq::net {
 
-std::shared_ptr<ClientConnection> ConnectionTracker::Get(const Endpoint& endpoint) {
+std::shared_ptr<ClientConnection> ConnectionTracker::Get(const meta::Endpoint& endpoint) {
   auto connection = pool_.Get(endpoint, tls_);
   std::lock_guard<std::mutex> lock(mutex_);
   auto& previous = last_used_[endpoint.ToString()];

@@ -24,7 +24,7 @@ class ConnectionTracker {
       : pool_(pool), tls_(std::move(tls)) {}
 
   // The pool's connection to `endpoint`, noting whether it replaced a lost one.
-  std::shared_ptr<ClientConnection> Get(const Endpoint& endpoint);
+  std::shared_ptr<ClientConnection> Get(const meta::Endpoint& endpoint);
 
   uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
 

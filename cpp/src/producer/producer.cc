@@ -13,7 +13,7 @@ struct Producer::Shell : service::ClientShell {
 
 Producer::Producer(ClientConfig config, ProducerOptions options)
     : shell_(std::make_unique<Shell>()) {
-  std::vector<net::Endpoint> masters;
+  std::vector<meta::Endpoint> masters;
   std::shared_ptr<net::TlsContext> tls;
   shell_->construction = service::ValidateClientConfig(config, masters, tls);
   if (!shell_->construction.ok()) return;

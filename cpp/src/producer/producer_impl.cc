@@ -31,7 +31,7 @@ Status MasterError(const char* what, int32_t code, const std::string& message) {
 }  // namespace
 
 Producer::Impl::Impl(ClientConfig config, ProducerOptions options,
-                     std::vector<net::Endpoint> masters, std::shared_ptr<net::TlsContext> tls,
+                     std::vector<meta::Endpoint> masters, std::shared_ptr<net::TlsContext> tls,
                      std::shared_ptr<service::IoEngine> engine)
     : config_(std::move(config)),
       options_(options),

@@ -20,7 +20,7 @@
 
 #include "meta/broker_info.h"
 #include "meta/partition.h"
-#include "net/endpoint.h"
+#include "meta/endpoint.h"
 #include "producer/broker_shield.h"
 #include "producer/partition_router.h"
 #include "net/connection_tracker.h"
@@ -46,7 +46,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl>,
   using Done = std::function<void(const Status&)>;
   using SendCallback = Producer::SendCallback;
 
-  Impl(ClientConfig config, ProducerOptions options, std::vector<net::Endpoint> masters,
+  Impl(ClientConfig config, ProducerOptions options, std::vector<meta::Endpoint> masters,
        std::shared_ptr<net::TlsContext> tls, std::shared_ptr<service::IoEngine> engine);
 
   void Start(Done done) { session_.Start(std::move(done)); }

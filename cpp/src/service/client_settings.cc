@@ -9,8 +9,8 @@
 namespace tubemq {
 
 std::string MasterListProblem(std::string_view masters) {
-  std::vector<net::Endpoint> parsed;
-  const Status status = net::ParseEndpointList(masters, parsed);
+  std::vector<meta::Endpoint> parsed;
+  const Status status = meta::ParseEndpointList(masters, parsed);
   return status.ok() ? std::string() : status.message();
 }
 
@@ -35,9 +35,9 @@ uint64_t ForkGeneration() {
 
 }  // namespace
 
-Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters,
+Status ValidateClientConfig(const ClientConfig& config, std::vector<meta::Endpoint>& masters,
                             std::shared_ptr<net::TlsContext>& tls) {
-  Status status = net::ParseEndpointList(config.masters, masters);
+  Status status = meta::ParseEndpointList(config.masters, masters);
   if (!status.ok()) return status;
   const auto positive = [](int64_t value, const char* name) {
     return value > 0 ? Status::OK()

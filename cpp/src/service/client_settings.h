@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "net/endpoint.h"
+#include "meta/endpoint.h"
 #include "net/tls_context.h"
 #include "service/tubemq_service.h"
 #include "tubemq/client_config.h"
@@ -19,7 +19,7 @@ namespace tubemq::service {
 
 // Checks the settings every client shares; fills in the master addresses and, when the
 // config enables TLS, the client's TLS context (null otherwise).
-Status ValidateClientConfig(const ClientConfig& config, std::vector<net::Endpoint>& masters,
+Status ValidateClientConfig(const ClientConfig& config, std::vector<meta::Endpoint>& masters,
                             std::shared_ptr<net::TlsContext>& tls);
 
 std::future<Status> ReadyFuture(Status status);

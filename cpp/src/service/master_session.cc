@@ -16,7 +16,7 @@ struct MasterSession::Attempt {
 };
 
 MasterSession::MasterSession(std::shared_ptr<IoEngine> engine,
-                             std::vector<net::Endpoint> masters,
+                             std::vector<meta::Endpoint> masters,
                              std::shared_ptr<net::TlsContext> tls)
     : engine_(std::move(engine)),
       connections_(engine_->pool(), std::move(tls)),
@@ -34,7 +34,7 @@ void MasterSession::Call(codec::Method method, const google::protobuf::MessageLi
 }
 
 void MasterSession::Try(std::shared_ptr<Attempt> attempt) {
-  const net::Endpoint& master = masters_[attempt->index % masters_.size()];
+  const meta::Endpoint& master = masters_[attempt->index % masters_.size()];
   auto connection = connections_.Get(master);
   SendSerialized(
       *connection, attempt->method, attempt->body, attempt->timeout,

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "net/connection_tracker.h"
-#include "net/endpoint.h"
+#include "meta/endpoint.h"
 #include "service/rpc_call.h"
 #include "service/tubemq_service.h"
 
@@ -28,13 +28,13 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
       std::function<void(const Status& status, codec::RpcReply&& reply, size_t master_index)>;
 
   // Create with std::make_shared: calls in flight keep the session alive.
-  MasterSession(std::shared_ptr<IoEngine> engine, std::vector<net::Endpoint> masters,
+  MasterSession(std::shared_ptr<IoEngine> engine, std::vector<meta::Endpoint> masters,
                 std::shared_ptr<net::TlsContext> tls = nullptr);
 
   void Call(codec::Method method, const google::protobuf::MessageLite& request,
             std::chrono::milliseconds timeout, Callback callback);
 
-  const std::vector<net::Endpoint>& masters() const { return masters_; }
+  const std::vector<meta::Endpoint>& masters() const { return masters_; }
   size_t current_index() const { return current_.load(); }
   // Connections to a master re-opened after the previous one was lost.
   uint64_t reconnects() const { return connections_.reconnects(); }
@@ -49,7 +49,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
 
   std::shared_ptr<IoEngine> engine_;
   net::ConnectionTracker connections_;
-  const std::vector<net::Endpoint> masters_;
+  const std::vector<meta::Endpoint> masters_;
   std::atomic<size_t> current_{0};
   std::atomic<bool> answered_{false};  // whether any call has been answered yet
   std::atomic<uint64_t> switches_{0};

@@ -9,7 +9,7 @@
 
 #include "tubemq/status.h"
 
-namespace tubemq::net {
+namespace tubemq::meta {
 
 struct Endpoint {
   std::string host;
@@ -31,4 +31,4 @@ Status ParseEndpoint(std::string_view text, Endpoint& out);
 // duplicates removed, order kept. An empty list is an error.
 Status ParseEndpointList(std::string_view text, std::vector<Endpoint>& out);
 
-}  // namespace tubemq::net
+}  // namespace tubemq::meta

@@ -1,13 +1,12 @@
-#include "net/endpoint.h"
+#include "meta/endpoint.h"
 
 #include <algorithm>
 
 #include "meta/text.h"
 
-namespace tubemq::net {
+namespace tubemq::meta {
 namespace {
 
-using meta::Trim;
 
 // In the words tubemq.ConfigError has always used for a bad `master` entry (the Python
 // facade passes these messages on).
@@ -31,7 +30,7 @@ Status ParseEndpoint(std::string_view text, Endpoint& out) {
   const std::string_view port = Trim(text.substr(colon + 1));
   if (host.empty()) return NotHostPort(text);
   int64_t value = 0;
-  if (!meta::ParseInt(port, value) || value < 1 || value > 65535) return NoValidPort(text);
+  if (!ParseInt(port, value) || value < 1 || value > 65535) return NoValidPort(text);
   out.host = std::string(host);
   out.port = static_cast<uint16_t>(value);
   return Status::OK();
@@ -58,4 +57,4 @@ Status ParseEndpointList(std::string_view text, std::vector<Endpoint>& out) {
   return Status::OK();
 }
 
-}  // namespace tubemq::net
+}  // namespace tubemq::meta
