@@ -4,7 +4,6 @@
 #include "consumer/consumer_impl.h"
 
 #include <algorithm>
-#include <asio/steady_timer.hpp>
 
 #include "BrokerService.pb.h"
 #include "MasterService.pb.h"
@@ -89,11 +88,6 @@ std::optional<bool> Consumer::Impl::BoundOffsetsApplied() const {
 bool Consumer::Impl::Running() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return session_.running();
-}
-
-bool Consumer::Impl::Closing() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return session_.closing();
 }
 
 void Consumer::Impl::RegisterOnce(Done done) { membership_->RegisterOnce(std::move(done)); }

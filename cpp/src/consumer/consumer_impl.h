@@ -98,7 +98,6 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // A server-balanced member's first rebalance event arrived: heartbeats slow down to
   // the configured period.
   void EndEagerHeartbeats();
-  bool Closing() const;  // close() was called
   // Topic -> "topic#item,item" filter condition ("" for an unfiltered topic).
   std::vector<std::pair<std::string, std::string>> TopicConditions() const;
   void ApplyFlowControl(int64_t def_id,

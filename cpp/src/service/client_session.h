@@ -92,7 +92,6 @@ class ClientSession {
 
   // With the client's mutex held:
   bool running() const { return life_.running(); }
-  bool live() const { return life_.live(); }
   bool closing() const { return life_.closing(); }
 
  private:
