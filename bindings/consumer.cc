@@ -61,8 +61,8 @@ class PyConsumer {
   }
 
   // Client-balanced mode: each call blocks for at most a few RPC timeouts.
-  std::vector<PartitionStatus> QueryPartitions(bool refresh) {
-    std::vector<PartitionStatus> out;
+  std::vector<PartitionMeta> QueryPartitions(bool refresh) {
+    std::vector<PartitionMeta> out;
     const Status status = WithoutGil([&] { return consumer_->QueryPartitions(refresh, out); });
     Check(status);
     return out;
@@ -113,15 +113,15 @@ py::list TextList(const std::vector<std::string>& names) {
 }  // namespace
 
 void RegisterConsumer(py::module_& module) {
-  py::class_<PartitionStatus>(module, "PartitionMeta",
+  py::class_<PartitionMeta>(module, "PartitionMeta",
                               "A partition of the subscribed topics, as the master lists it.")
-      .def_property_readonly("key", TextMember(&PartitionStatus::key))
-      .def_property_readonly("topic", TextMember(&PartitionStatus::topic))
-      .def_readonly("broker_id", &PartitionStatus::broker_id)
-      .def_readonly("partition_id", &PartitionStatus::partition_id)
-      .def_property_readonly("broker", TextMember(&PartitionStatus::broker))
-      .def_readonly("subscribable", &PartitionStatus::subscribable)
-      .def("__repr__", [](const PartitionStatus& self) {
+      .def_property_readonly("key", TextMember(&PartitionMeta::key))
+      .def_property_readonly("topic", TextMember(&PartitionMeta::topic))
+      .def_readonly("broker_id", &PartitionMeta::broker_id)
+      .def_readonly("partition_id", &PartitionMeta::partition_id)
+      .def_property_readonly("broker", TextMember(&PartitionMeta::broker))
+      .def_readonly("subscribable", &PartitionMeta::subscribable)
+      .def("__repr__", [](const PartitionMeta& self) {
         return py::str("PartitionMeta(key={!r}, broker={!r}, subscribable={})")
             .format(WireText(self.key), WireText(self.broker), self.subscribable);
       });

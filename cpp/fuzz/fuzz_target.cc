@@ -143,7 +143,7 @@ void FuzzProducerTopic(std::string_view input) {
 }
 
 void FuzzConsumerTopicMeta(std::string_view input) {
-  std::vector<meta::PartitionMeta> out;
+  std::vector<meta::SubscribablePartition> out;
   (void)meta::ParseConsumerTopicMeta(input, KnownBrokers(), out);
 }
 

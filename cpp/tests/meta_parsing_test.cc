@@ -184,14 +184,14 @@ TEST(ProducerTopicInfo, CountsWhoseProductOverflowsAreRefused) {
   EXPECT_EQ(meta::ParseProducerTopicInfo("demo#1:2:4611686018427387904#", TwoBrokers(), topic)
                 .code(),
             ErrorCode::kProtocolError);
-  std::vector<meta::PartitionMeta> metas;
+  std::vector<meta::SubscribablePartition> metas;
   EXPECT_EQ(meta::ParseConsumerTopicMeta("demo#1:4611686018427387904:2:1", TwoBrokers(), metas)
                 .code(),
             ErrorCode::kProtocolError);
 }
 
 TEST(ConsumerTopicMeta, StoreCountComesFirstAndStatusMarksSubscribable) {
-  std::vector<meta::PartitionMeta> partitions;
+  std::vector<meta::SubscribablePartition> partitions;
   ASSERT_TRUE(meta::ParseConsumerTopicMeta("demo#1:2:3:1,2:1:2:0", TwoBrokers(), partitions).ok());
   std::vector<std::string> keys;
   std::vector<bool> subscribable;
@@ -207,7 +207,7 @@ TEST(ConsumerTopicMeta, StoreCountComesFirstAndStatusMarksSubscribable) {
 }
 
 TEST(ConsumerTopicMeta, MalformedOrAbsurdStringsAreProtocolErrorsAndAppendNothing) {
-  std::vector<meta::PartitionMeta> partitions;
+  std::vector<meta::SubscribablePartition> partitions;
   for (const char* bad : {"", "demo", "demo#1:1:1", "#1:1:1:1", "demo#1:1:x:1", "demo#1:1:1:1#x",
                           "demo#1:1:1:1,2:1000:10000:1"}) {
     EXPECT_EQ(meta::ParseConsumerTopicMeta(bad, TwoBrokers(), partitions).code(),

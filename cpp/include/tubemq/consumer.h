@@ -71,7 +71,7 @@ struct ConsumerOptions {
 };
 
 // A partition as a client-balanced consumer sees it in the topic metadata.
-struct PartitionStatus {
+struct PartitionMeta {
   std::string key;  // "<brokerId>:<topic>:<partitionId>"
   std::string topic;
   int32_t broker_id = 0;
@@ -133,7 +133,7 @@ class Consumer {
   // at most a few RPC timeouts.
   // The partitions of the subscribed topics; the master is asked again only when the
   // cached answer is older than 10 s, or always with `refresh`.
-  Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
+  Status QueryPartitions(bool refresh, std::vector<PartitionMeta>& out);
   // Takes a partition at its broker, starting at `offset` (an index position, clamped
   // by the broker), or at the group's committed offset when `offset` < 0. Taking a held
   // partition again moves it to `offset`; its batch in flight is dropped.

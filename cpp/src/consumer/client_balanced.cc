@@ -103,7 +103,7 @@ void ClientBalancedMembership::ApplyBrokers(int64_t config_id,
 
 void ClientBalancedMembership::ApplyTopicMeta(int64_t meta_id,
                                               const std::vector<std::string>& list) {
-  std::vector<meta::PartitionMeta> partitions;
+  std::vector<meta::SubscribablePartition> partitions;
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
     if (meta_id == topic_meta_id_) return;
@@ -280,7 +280,7 @@ void ClientBalancedMembership::ConsumeFromMax() {
   }
 }
 
-Status ClientBalancedMembership::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
+Status ClientBalancedMembership::QueryPartitions(bool refresh, std::vector<PartitionMeta>& out) {
   if (!consumer_.Running()) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
   bool fresh = false;
   pb::GetPartMetaRequestC2M request;
@@ -325,7 +325,7 @@ Status ClientBalancedMembership::QueryPartitions(bool refresh, std::vector<Parti
 }
 
 Status ClientBalancedMembership::Assign(const std::string& partition_key, int64_t offset) {
-  std::vector<PartitionStatus> known;
+  std::vector<PartitionMeta> known;
   Status queried = QueryPartitions(/*refresh=*/false, known);
   if (!queried.ok()) return queried;
   std::optional<meta::Partition> partition;

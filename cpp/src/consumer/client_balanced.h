@@ -32,7 +32,7 @@ class ClientBalancedMembership : public Membership {
   void OnTick() override { ConsumeFromMax(); }
 
   // The application's calls; each blocks for at most a few RPC timeouts.
-  Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
+  Status QueryPartitions(bool refresh, std::vector<PartitionMeta>& out);
   Status Assign(const std::string& partition_key, int64_t offset);
   Status Unassign(const std::string& partition_key, bool commit);
 
@@ -52,7 +52,7 @@ class ClientBalancedMembership : public Membership {
   int64_t broker_config_id_ = -2;
   int64_t topic_meta_id_ = -2;
   int64_t topic_meta_time_ms_ = -1;  // when topic metadata was last stored
-  std::vector<meta::PartitionMeta> topic_meta_;
+  std::vector<meta::SubscribablePartition> topic_meta_;
   std::chrono::steady_clock::time_point topic_meta_queried_{};
   bool topic_meta_known_ = false;
   std::vector<std::string> last_report_;  // held set last reported to the master

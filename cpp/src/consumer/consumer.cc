@@ -83,23 +83,15 @@ Consumer::Consumer(ClientConfig config, ConsumerOptions options)
     : shell_(std::make_unique<Shell>()) {
   std::vector<meta::Endpoint> masters;
   std::shared_ptr<net::TlsContext> tls;
-  shell_->construction = service::ValidateClientConfig(config, masters, tls);
-  if (shell_->construction.ok()) shell_->construction = ValidateOptions(options);
-  if (!shell_->construction.ok()) return;
-  shell_->lease = std::make_unique<service::ServiceLease>();
+  if (!shell_->Admit(config, masters, tls, [&options] { return ValidateOptions(options); })) {
+    return;
+  }
   impl_ = std::make_shared<Impl>(std::move(config), std::move(options), std::move(masters),
                                  std::move(tls), shell_->lease->engine_ptr());
 }
 
 Consumer::~Consumer() {
-  if (!impl_) return;
-  if (shell_->InChild()) {
-    shell_->AbandonInChild(impl_);
-    return;
-  }
-  auto closed = Close();
-  closed.wait_for(std::chrono::milliseconds(500));
-  ReleaseService();
+  shell_->Retire(impl_, [this] { return Close(); });
 }
 
 Status Consumer::Usable() const { return shell_->Usable(); }
@@ -118,7 +110,7 @@ Status Consumer::Confirm(const std::string& confirm_context, bool consumed, Comm
   return usable.ok() ? impl_->Confirm(confirm_context, consumed, route) : usable;
 }
 
-Status Consumer::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
+Status Consumer::QueryPartitions(bool refresh, std::vector<PartitionMeta>& out) {
   Status usable = Usable();
   return usable.ok() ? impl_->QueryPartitions(refresh, out) : usable;
 }

@@ -69,7 +69,7 @@ Status NotClientBalanced() {
 
 }  // namespace
 
-Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionStatus>& out) {
+Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionMeta>& out) {
   return client_balanced_ ? client_balanced_->QueryPartitions(refresh, out) : NotClientBalanced();
 }
 

@@ -59,7 +59,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
                                                     const std::string& topic);
   void Close(Done done) { session_.Close(std::move(done)); }
   // Client-balanced mode only (client_balanced.h); otherwise kInvalidArgument.
-  Status QueryPartitions(bool refresh, std::vector<PartitionStatus>& out);
+  Status QueryPartitions(bool refresh, std::vector<PartitionMeta>& out);
   Status Assign(const std::string& partition_key, int64_t offset);
   Status Unassign(const std::string& partition_key, bool commit);
 

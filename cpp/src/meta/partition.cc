@@ -82,12 +82,12 @@ Status ParseProducerTopicInfo(std::string_view text, const BrokerMap& brokers,
 }
 
 Status ParseConsumerTopicMeta(std::string_view text, const BrokerMap& brokers,
-                              std::vector<PartitionMeta>& out) {
+                              std::vector<SubscribablePartition>& out) {
   const std::vector<std::string_view> segments = Split(Trim(text), '#');
   if (segments.size() != 2) return Malformed("topic metadata", text, "expected topic#items");
   const std::string topic(Trim(segments[0]));
   if (topic.empty()) return Malformed("topic metadata", text, "blank topic");
-  std::vector<PartitionMeta> parsed;
+  std::vector<SubscribablePartition> parsed;
   for (std::string_view item : Split(segments[1], ',')) {
     item = Trim(item);
     if (item.empty()) continue;

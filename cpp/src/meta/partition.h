@@ -41,7 +41,7 @@ Status ParseProducerTopicInfo(std::string_view text, const BrokerMap& brokers,
                               TopicPartitions& out);
 
 // One partition of a client-balanced consumer's topic metadata.
-struct PartitionMeta {
+struct SubscribablePartition {
   Partition partition;
   bool subscribable = false;
 };
@@ -50,7 +50,7 @@ struct PartitionMeta {
 // "<topic>#<brokerId>:<storeNum>:<partNum>:<statusId>[,...]" (storeNum first, unlike
 // the producer's format). Appends to `out`; unknown brokers are skipped.
 Status ParseConsumerTopicMeta(std::string_view text, const BrokerMap& brokers,
-                              std::vector<PartitionMeta>& out);
+                              std::vector<SubscribablePartition>& out);
 
 // The most partitions one broker may declare for one topic: a guard against a corrupt
 // count making the client allocate millions of entries.

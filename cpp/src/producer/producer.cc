@@ -15,28 +15,18 @@ Producer::Producer(ClientConfig config, ProducerOptions options)
     : shell_(std::make_unique<Shell>()) {
   std::vector<meta::Endpoint> masters;
   std::shared_ptr<net::TlsContext> tls;
-  shell_->construction = service::ValidateClientConfig(config, masters, tls);
-  if (!shell_->construction.ok()) return;
-  if (options.max_in_flight < 1 || options.send_retries < 0) {
-    shell_->construction = Status(ErrorCode::kInvalidArgument,
-                                  "max_in_flight must be at least 1 and send_retries at least 0");
-    return;
-  }
-  shell_->lease = std::make_unique<service::ServiceLease>();
+  auto check_options = [&options] {
+    if (options.max_in_flight >= 1 && options.send_retries >= 0) return Status::OK();
+    return Status(ErrorCode::kInvalidArgument,
+                  "max_in_flight must be at least 1 and send_retries at least 0");
+  };
+  if (!shell_->Admit(config, masters, tls, check_options)) return;
   impl_ = std::make_shared<Impl>(std::move(config), options, std::move(masters), std::move(tls),
                                  shell_->lease->engine_ptr());
 }
 
 Producer::~Producer() {
-  if (!impl_) return;
-  if (shell_->InChild()) {
-    shell_->AbandonInChild(impl_);
-    return;
-  }
-  // Best effort when the application did not close: unregister, briefly.
-  auto closed = Close();
-  closed.wait_for(std::chrono::milliseconds(500));
-  ReleaseService();
+  shell_->Retire(impl_, [this] { return Close(); });
 }
 
 Status Producer::Usable() const { return shell_->Usable(); }

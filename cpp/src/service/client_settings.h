@@ -3,6 +3,7 @@
 // turning the core's completion callbacks into the futures the public API returns.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
@@ -39,6 +40,34 @@ class ClientShell {
   // In a child: keeps the parent's client alive and untouched for good, because its
   // timers and sockets belong to the parent's I/O engine.
   void AbandonInChild(std::shared_ptr<void> client);
+
+  // Construction: checks the shared settings, then the client's own (`check_own()`, a
+  // Status), and takes the service lease when both pass. False leaves the verdict in
+  // `construction` for Usable() to report; the client then builds no core.
+  template <typename CheckOwn>
+  bool Admit(const ClientConfig& config, std::vector<meta::Endpoint>& masters,
+             std::shared_ptr<net::TlsContext>& tls, CheckOwn&& check_own) {
+    construction = ValidateClientConfig(config, masters, tls);
+    if (construction.ok()) construction = check_own();
+    if (!construction.ok()) return false;
+    lease = std::make_unique<ServiceLease>();
+    return true;
+  }
+
+  // Destruction: a best-effort `close()` (a future of Status) for an application that
+  // did not close, waited for briefly, then the lease given back; in a fork()ed child
+  // the client is abandoned instead. A client with no core (refused settings) has
+  // nothing to do.
+  template <typename CloseFn>
+  void Retire(std::shared_ptr<void> client, CloseFn&& close) {
+    if (!client) return;
+    if (InChild()) {
+      AbandonInChild(std::move(client));
+      return;
+    }
+    close().wait_for(std::chrono::milliseconds(500));
+    Release();
+  }
 
  private:
   const char* kind_;
