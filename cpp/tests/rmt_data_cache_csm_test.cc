@@ -376,5 +376,84 @@ TEST(RmtDataCacheCsmAhead, ReportsAreParkedWhateverTheBookingsAndCloseDropsAll) 
   EXPECT_FALSE(cache.Park({"1:t:0", first.selection.token, 10, nullptr}));
 }
 
+
+// After an empty fetch, a partition may rest in use: the I/O thread fetches it again
+// itself (RestInUse, then ContinueFetch), and no poller is woken for it.
+TEST(RmtDataCacheCsmRestInUse, ARestedPartitionIsFetchedAgainWithoutAPoller) {
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  const Waited first = WaitNext(cache, 0);
+  ASSERT_EQ(first.next, Next::kSelected);
+  EXPECT_FALSE(cache.RestInUse("1:t:0", first.selection.token + 1));  // stale token
+  ASSERT_TRUE(cache.RestInUse("1:t:0", first.selection.token));
+  // Nothing is selectable meanwhile, and a poll says the partition is resting.
+  EXPECT_EQ(WaitNext(cache, 0).status.code(), ErrorCode::kAllPartitionWaiting);
+  RmtDataCacheCsm::Selection next;
+  ASSERT_TRUE(cache.ContinueFetch("1:t:0", first.selection.token, 0, next));
+  EXPECT_EQ(next.partition.Key(), "1:t:0");
+  EXPECT_TRUE(next.last_pack_consumed);  // the empty reply settled the batch before
+  // The fetch is on its way again: a batch it brings is parked and handed out.
+  ASSERT_TRUE(cache.Park({"1:t:0", next.token, 10, nullptr}));
+  const Waited taken = WaitNext(cache, 0);
+  ASSERT_EQ(taken.next, Next::kParked);
+  EXPECT_EQ(taken.parked.token, first.selection.token);
+  // A rest that is not current any more (the batch was handed out) is not continued.
+  EXPECT_FALSE(cache.ContinueFetch("1:t:0", first.selection.token, 0, next));
+}
+
+TEST(RmtDataCacheCsmRestInUse, AResterDoesNotHoldBackOtherPartitionsOrTheBound) {
+  // With no fetching ahead, one fetch at a time: a resting partition is not one.
+  RmtDataCacheCsm cache;
+  cache.Add(P(1, 0), {});
+  cache.Add(P(1, 1), {});
+  const Waited first = WaitNext(cache, 0);
+  ASSERT_TRUE(cache.RestInUse(first.selection.partition.Key(), first.selection.token));
+  const Waited second = WaitNext(cache, 0);
+  ASSERT_EQ(second.next, Next::kSelected);
+  EXPECT_NE(second.selection.partition.Key(), first.selection.partition.Key());
+  // Now the other fetch is out and the bound is full: the rester goes to the pollers,
+  // idle and consumed, instead of being fetched beyond the bound.
+  RmtDataCacheCsm::Selection next;
+  EXPECT_FALSE(
+      cache.ContinueFetch(first.selection.partition.Key(), first.selection.token, 0, next));
+  ASSERT_TRUE(cache.Release(second.selection.partition.Key(), second.selection.token, true,
+                            5000ms));
+  const Waited again = WaitNext(cache, 0);
+  ASSERT_EQ(again.next, Next::kSelected);
+  EXPECT_EQ(again.selection.partition.Key(), first.selection.partition.Key());
+  EXPECT_TRUE(again.selection.last_pack_consumed);
+}
+
+TEST(RmtDataCacheCsmRestInUse, APausedRemovedOrClosedResterIsNotFetched) {
+  RmtDataCacheCsm cache;
+  for (int i = 0; i < 3; ++i) cache.Add(P(1, i), {});
+  std::vector<RmtDataCacheCsm::Selection> rest;
+  for (int i = 0; i < 3; ++i) {
+    const Waited w = WaitNext(cache, 8 << 20);
+    ASSERT_EQ(w.next, Next::kSelected);
+    ASSERT_TRUE(cache.RestInUse(w.selection.partition.Key(), w.selection.token));
+    rest.push_back(w.selection);
+  }
+  RmtDataCacheCsm::Selection next;
+  // Paused: released, held out of every queue until resumed, then selectable again.
+  ASSERT_TRUE(cache.Pause(rest[0].partition.Key()));
+  EXPECT_FALSE(cache.ContinueFetch(rest[0].partition.Key(), rest[0].token, 8 << 20, next));
+  EXPECT_EQ(WaitNext(cache, 8 << 20).status.code(), ErrorCode::kAllPartitionWaiting);
+  ASSERT_TRUE(cache.Resume(rest[0].partition.Key()));
+  EXPECT_EQ(WaitNext(cache, 8 << 20).selection.partition.Key(), rest[0].partition.Key());
+  // Removed: it leaves as a resting partition does, its last batch settled.
+  const auto removed = cache.Remove(rest[1].partition.Key());
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_FALSE(removed->was_in_use);
+  EXPECT_TRUE(removed->last_pack_consumed);
+  EXPECT_FALSE(cache.ContinueFetch(rest[1].partition.Key(), rest[1].token, 8 << 20, next));
+  // A rest has no batch out, so it never expires as unconfirmed; rest[0]'s new
+  // selection does.
+  std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(cache.ExpireUnconfirmed(1ms), std::vector<std::string>{rest[0].partition.Key()});
+  cache.Close();
+  EXPECT_FALSE(cache.ContinueFetch(rest[2].partition.Key(), rest[2].token, 8 << 20, next));
+}
+
 }  // namespace
 }  // namespace tubemq::consumer

@@ -115,6 +115,10 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // --- pull path (fetch_path.cc) ---
   using FetchResult = consumer::RmtDataCacheCsm::FetchResult;
   void StartFetch(const consumer::RmtDataCacheCsm::Selection& selection);
+  // After an empty fetch: on the I/O thread, fetches the partition (resting in use in
+  // the cache) again once `rest` is over.
+  void RefetchAfterRest(const std::string& key, uint64_t token,
+                        std::chrono::milliseconds rest);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
                     const Status& transport, codec::RpcReply&& reply);
   // Settles a batch no message of which reaches the application, from the I/O thread.

@@ -33,6 +33,7 @@ void RmtDataCacheCsm::ForgetLocked(const std::string& key) {
   resting_.erase(key);
   idle_.erase(std::remove(idle_.begin(), idle_.end(), key), idle_.end());
   fetching_.erase(key);
+  resting_in_use_.erase(key);
   DropParkedLocked(key);
 }
 
@@ -51,8 +52,9 @@ std::optional<RmtDataCacheCsm::Removed> RmtDataCacheCsm::Remove(const std::strin
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = held_.find(key);
   if (found == held_.end()) return std::nullopt;
+  // A partition resting in use has no batch out: it leaves as a resting one would.
   Removed removed{found->second.partition, found->second.last_pack_consumed,
-                  in_use_.count(key) != 0};
+                  in_use_.count(key) != 0 && resting_in_use_.count(key) == 0};
   ForgetLocked(key);
   return removed;
 }
@@ -107,7 +109,7 @@ Status RmtDataCacheCsm::SelectLocked(Selection& out) {
     return Status::OK();
   }
   if (held_.empty()) return Status(ErrorCode::kNoPartitionAssigned, "no partition assigned");
-  if (!resting_.empty()) {
+  if (!resting_.empty() || !resting_in_use_.empty()) {
     return Status(ErrorCode::kAllPartitionWaiting, "every partition is waiting out a delay");
   }
   if (!in_use_.empty()) {
@@ -142,13 +144,8 @@ Status RmtDataCacheCsm::WaitNext(Clock::time_point deadline, int64_t ahead_bytes
     // sets the partitions that became free (assigned, confirmed, rested) on their way.
     // The memory they may take is the batches parked plus those on their way, each of
     // the latter counted at the size batches have had lately.
-    const bool nothing_out = fetching_.empty() && parked_.empty();
-    const bool room =
-        nothing_out ||
-        (ahead_bytes > 0 &&
-         static_cast<int64_t>(fetching_.size() + 1) * batch_bytes_estimate_ + parked_bytes_ <=
-             ahead_bytes);
-    Status status = room ? SelectLocked(selection)
+    Status status = RoomForFetchLocked(ahead_bytes)
+                        ? SelectLocked(selection)
                          : Status(ErrorCode::kAllPartitionInUse, "a fetch is under way");
     if (status.ok()) {
       fetching_.insert(selection.partition.Key());
@@ -182,6 +179,15 @@ Status RmtDataCacheCsm::WaitNext(Clock::time_point deadline, int64_t ahead_bytes
   }
 }
 
+bool RmtDataCacheCsm::RoomForFetchLocked(int64_t ahead_bytes) const {
+  // The memory the fetches may take is the batches parked plus those on their way,
+  // each of the latter counted at the size batches have had lately.
+  if (fetching_.empty() && parked_.empty()) return true;
+  return ahead_bytes > 0 &&
+         static_cast<int64_t>(fetching_.size() + 1) * batch_bytes_estimate_ + parked_bytes_ <=
+             ahead_bytes;
+}
+
 bool RmtDataCacheCsm::Park(Parked parked) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -206,25 +212,67 @@ bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_
                               std::chrono::milliseconds delay) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto booking = in_use_.find(key);
-    if (booking == in_use_.end() || booking->second.token != token) return false;
-    in_use_.erase(booking);
-    fetching_.erase(key);
-    DropParkedLocked(key);  // a batch not handed out goes back with its partition
-    auto entry = held_.find(key);
-    if (entry == held_.end()) return false;
-    entry->second.last_pack_consumed = last_pack_consumed;
-    if (paused_.count(key) != 0) {
-      // Stays held, out of every queue, until resumed.
-    } else if (delay <= kImmediate) {
-      idle_.push_back(key);
-    } else {
-      resting_[key] = Clock::now() + delay;
-    }
+    if (!ReleaseLocked(key, token, last_pack_consumed, delay)) return false;
   }
   // A resting partition changes the earliest wake-up time of waiters too.
   selectable_.notify_all();
   return true;
+}
+
+bool RmtDataCacheCsm::ReleaseLocked(const std::string& key, uint64_t token,
+                                    bool last_pack_consumed, std::chrono::milliseconds delay) {
+  const auto booking = in_use_.find(key);
+  if (booking == in_use_.end() || booking->second.token != token) return false;
+  in_use_.erase(booking);
+  fetching_.erase(key);
+  resting_in_use_.erase(key);
+  DropParkedLocked(key);  // a batch not handed out goes back with its partition
+  auto entry = held_.find(key);
+  if (entry == held_.end()) return false;
+  entry->second.last_pack_consumed = last_pack_consumed;
+  if (paused_.count(key) != 0) {
+    // Stays held, out of every queue, until resumed.
+  } else if (delay <= kImmediate) {
+    idle_.push_back(key);
+  } else {
+    resting_[key] = Clock::now() + delay;
+  }
+  return true;
+}
+
+bool RmtDataCacheCsm::RestInUse(const std::string& key, uint64_t token) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto booking = in_use_.find(key);
+  if (booking == in_use_.end() || booking->second.token != token) return false;
+  held_.at(key).last_pack_consumed = true;
+  fetching_.erase(key);
+  resting_in_use_.insert(key);
+  return true;
+}
+
+bool RmtDataCacheCsm::ContinueFetch(const std::string& key, uint64_t token,
+                                    int64_t ahead_bytes, Selection& out) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto booking = in_use_.find(key);
+    if (closed_ || booking == in_use_.end() || booking->second.token != token ||
+        resting_in_use_.count(key) == 0) {
+      return false;
+    }
+    if (paused_.count(key) == 0 && RoomForFetchLocked(ahead_bytes)) {
+      resting_in_use_.erase(key);
+      fetching_.insert(key);
+      booking->second.since = Clock::now();
+      const Entry& entry = held_.at(key);
+      out.partition = entry.partition;
+      out.token = token;
+      out.last_pack_consumed = entry.last_pack_consumed;
+      return true;
+    }
+    ReleaseLocked(key, token, /*last_pack_consumed=*/true, kImmediate);
+  }
+  selectable_.notify_all();
+  return false;
 }
 
 bool RmtDataCacheCsm::IsInUse(const std::string& key, uint64_t token) const {
@@ -239,6 +287,8 @@ std::vector<std::string> RmtDataCacheCsm::ExpireUnconfirmed(std::chrono::millise
     std::lock_guard<std::mutex> lock(mutex_);
     const auto now = Clock::now();
     for (const auto& [key, booking] : in_use_) {
+      // A partition resting in use has no batch out to expire.
+      if (resting_in_use_.count(key) != 0) continue;
       if (now - booking.since > timeout) expired.emplace_back(key, booking.token);
     }
   }

@@ -4,6 +4,10 @@
 // token), or the delayed map (resting until a time). A pull selects an idle partition;
 // its confirm, or a fetch error, releases it with a delay.
 //
+// Resting in use: after an empty fetch with a short rest, a partition may keep its
+// booking, so that the I/O thread that read the reply fetches it again itself when the
+// rest is over (ContinueFetch); no poller wakes for fetches that bring nothing.
+//
 // Fetching ahead: an in-use partition's batch may be fetched before any poll asks for
 // it, and then waits here, parked, until a poll takes it. The protocol allows one batch
 // per partition between two confirms, so what runs ahead is the other partitions: while
@@ -99,6 +103,17 @@ class RmtDataCacheCsm {
                std::chrono::milliseconds delay);
   bool IsInUse(const std::string& key, uint64_t token) const;
 
+  // After an empty fetch: the partition keeps its booking, with nothing out (the reply
+  // settled the last batch), and stops counting as a fetch on its way. False, and
+  // nothing changed, unless `token` is the partition's current booking.
+  bool RestInUse(const std::string& key, uint64_t token);
+  // At the end of that rest: true and `out` for the next fetch, which the caller starts
+  // at once, when the booking is still `token`, the partition is not paused and the
+  // fetch-ahead bound (as in WaitNext) has room. Otherwise false; a partition still
+  // booked is then released as consumed, to wait for resume or for a poller.
+  bool ContinueFetch(const std::string& key, uint64_t token, int64_t ahead_bytes,
+                     Selection& out);
+
   // A paused partition stays held (and registered) but is not selected until resumed;
   // a batch already out is not affected. False for keys not held.
   bool Pause(const std::string& key);
@@ -141,6 +156,10 @@ class RmtDataCacheCsm {
   // still-resting one will be ready.
   std::optional<Clock::time_point> WakeRested(Clock::time_point now);
   Status SelectLocked(Selection& out);
+  // Whether one more fetch fits within `ahead_bytes` (see WaitNext).
+  bool RoomForFetchLocked(int64_t ahead_bytes) const;
+  bool ReleaseLocked(const std::string& key, uint64_t token, bool last_pack_consumed,
+                     std::chrono::milliseconds delay);
   void ForgetLocked(const std::string& key);
   void DropParkedLocked(const std::string& key);
 
@@ -159,6 +178,7 @@ class RmtDataCacheCsm {
   std::set<std::string> registered_;
   std::set<std::string> paused_;
   std::set<std::string> fetching_;  // in use, their fetch under way
+  std::set<std::string> resting_in_use_;  // in use, nothing out, refetched by RestInUse's caller
   std::deque<Parked> parked_;       // in arrival order
   int64_t parked_bytes_ = 0;        // the sum of their `bytes`
   // What a batch on its way is expected to weigh, for the fetch-ahead bound; until
