@@ -171,6 +171,53 @@ TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 2);
 }
 
+// A 200 that found only the neighbouring partitions' entries of a shared store, at the
+// end of the index: nothing new, paced as an empty fetch, yet still bound by the limits.
+FetchOutcome NothingNew() {
+  FetchOutcome read;
+  read.nothing_new = true;
+  read.default_delay_ms = 400;
+  return read;
+}
+
+TEST(PartitionPacer, ANothingNewReadGoesOnWhileActiveAndBacksOffWhenQuiet) {
+  PartitionPacer pacer(false);
+  // Never had data: quiet for ever, so the ceiling.
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 5000), 400);
+  FetchOutcome data;
+  data.batch_bytes = 100;
+  EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 10000), 0);
+  // Active (data 10 ms ago): on at once, and the empty streak starts afresh after it.
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10005), 1);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10007), 2);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10010), 0);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10011), 1);
+  // Quiet: a quarter of the quiet time, up to the ceiling, however busy the neighbours.
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10200), 50);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10800), 200);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 20000), 400);
+  // An operator's frequency rules see it as an empty fetch.
+  PartitionPacer ruled(false);
+  EXPECT_EQ(ruled.DelayAfter(NothingNew(), GroupRules(kWorkedExample), Gmt8(12, 0, 0)), 400);
+}
+
+TEST(PartitionPacer, ANothingNewReadStillAnswersToTheByteLimits) {
+  // The worked example's data limit: over the slice budget, the limit's pause applies,
+  // not the empty streak's first millisecond; escFlowCtrl still means at once.
+  const RuleSnapshot rules = GroupRules(kWorkedExample);
+  PartitionPacer pacer(false);
+  FetchOutcome opening = Empty();
+  opening.lag = 3000000;
+  pacer.DelayAfter(opening, rules, Gmt8(10, 15, 0));
+  FetchOutcome big;
+  big.batch_bytes = 900000;
+  pacer.DelayAfter(big, rules, Gmt8(10, 15, 1));
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), rules, Gmt8(10, 15, 2)), 800);
+  FetchOutcome escaped = NothingNew();
+  escaped.escaped = true;
+  EXPECT_EQ(pacer.DelayAfter(escaped, rules, Gmt8(10, 15, 3)), 0);
+}
+
 TEST(PartitionPacer, TheCeilingIsHonouredAndStateIsPerPartition) {
   PartitionPacer busy(false), idle(false);
   for (int i = 0; i < 20; ++i) {

@@ -27,7 +27,7 @@ EMPTY_TOPIC = "flow_c"
 BACKLOG_TOPIC = "flow_d"
 MIB = 1024 * 1024
 
-_FETCH = re.compile(r"fetch (\S+): (-?\d+)( escFlowCtrl)?$")
+_FETCH = re.compile(r"fetch (\S+): (-?\d+)( escFlowCtrl)?( kept=\d+)?")
 
 
 class Fetch(collections.namedtuple("Fetch", "at code escaped")):

@@ -1,8 +1,9 @@
 """How the server-balanced consumer paces itself when it has nothing to read (behaviour.md
 §10 scenarios 14, 19 and 20), against the real cluster.
 
-Fetch timing is observed through the core's DEBUG record ``fetch <partition key>: <code>``,
-which reaches Python ``logging`` with the native time it was written at.
+Fetch timing is observed through the core's DEBUG record ``fetch <partition key>: <code>
+kept=<messages> offset=<current>/<max>``, which reaches Python ``logging`` with the native
+time it was written at.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ FAST = {"heartbeat_period_ms": 1000}
 CONFIRM_TOPIC = "flow_a"
 EMPTY_TOPIC = "flow_b"
 
-_FETCH = re.compile(r"fetch (\S+): (-?\d+)( escFlowCtrl)?$")
+_FETCH = re.compile(r"fetch (\S+): (-?\d+)( escFlowCtrl)?( kept=\d+)?")
 
 
 def unique(prefix: str) -> str:
@@ -168,6 +169,56 @@ def test_an_empty_topic_backs_off_to_msg_not_found_wait_and_no_further(master, f
         assert sum(ramp) < 0.8, (key, ramp)  # 1+2+...+256 ms, plus the round trips
         assert steady and min(steady) >= 0.35, (key, spacing)
         assert max(steady) < 0.8, (key, spacing)
+
+
+def test_a_partition_whose_neighbours_are_busy_rests_as_an_empty_one(master, fetch_log):
+    # A topic's partitions share one store at the broker, and a fetch that finds only
+    # its neighbours' index entries is a 200 that brings nothing. Paced as data, an idle
+    # partition was fetched once for every message its busy neighbour received; at the
+    # end of the index it now rests as an empty one does. Nothing sent is lost.
+    marker = unique("busy")
+    with (
+        tubemq.Consumer(
+            master=master, group=unique("g"), topics=[CONFIRM_TOPIC], consume_from="latest",
+            **FAST,
+        ) as consumer,
+        tubemq.Producer(master=master) as producer,
+    ):  # fmt: skip
+        producer.publish(CONFIRM_TOPIC)
+        joined(consumer)
+        busy = producer.partitions(CONFIRM_TOPIC)[0].key
+        count, sent, got = 1500, set(), set()
+
+        def send() -> None:
+            for i in range(count):
+                value = f"{marker}-{i}".encode()
+                producer.send_async(CONFIRM_TOPIC, value, partition=busy)
+                sent.add(value)
+                time.sleep(0.001)
+            producer.flush(timeout=30)
+
+        sender = threading.Thread(target=send)
+        started = time.time()
+        sender.start()
+        deadline = time.monotonic() + 60
+        while len(got) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and bytes(message).startswith(marker.encode()):
+                assert message.partition_key == busy
+                got.add(bytes(message))
+                consumer.commit(message)
+        sender.join()
+        ended = time.time()
+    assert got == sent and len(got) == count
+    fetch_log.settle()
+    fetches = fetch_log.per_partition()
+    idle = [key for key in fetches if key != busy]
+    assert len(idle) == 3, sorted(fetches)
+    for key in idle:
+        during = [code for created, code in fetches[key] if started <= created <= ended]
+        # Before: about one fetch per message the busy partition received (~1 500).
+        # Resting as an empty partition does, one per 400 ms once the ramp is over.
+        assert 0 < len(during) < 150, (key, len(during), ended - started)
 
 
 def test_a_member_without_partitions_waits_out_the_poll_timeout_without_spinning(master, fetch_log):

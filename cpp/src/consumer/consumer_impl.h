@@ -115,8 +115,12 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // --- pull path (fetch_path.cc) ---
   using FetchResult = consumer::RmtDataCacheCsm::FetchResult;
   void StartFetch(const consumer::RmtDataCacheCsm::Selection& selection);
-  // After an empty fetch: on the I/O thread, fetches the partition (resting in use in
-  // the cache) again once `rest` is over.
+  // After a fetch that brought nothing for the application (its batch settled): rests
+  // the partition in use and fetches it again from the I/O thread when the rest is
+  // short, else gives it back to the pollers with the rest.
+  void RestAfterNothing(const std::string& key, uint64_t token, std::chrono::milliseconds rest);
+  // On the I/O thread: fetches the partition (resting in use in the cache) again once
+  // `rest` is over.
   void RefetchAfterRest(const std::string& key, uint64_t token,
                         std::chrono::milliseconds rest);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,

@@ -19,6 +19,11 @@ int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
   return std::min(ceiling_ms, int64_t{1} << shift);
 }
 
+int64_t QuietWait(int64_t quiet_ms, int64_t ceiling_ms) {
+  if (quiet_ms < kActiveWindowMs) return 0;
+  return std::clamp<int64_t>(quiet_ms / kQuietWaitDivisor, 0, ceiling_ms);
+}
+
 void PartitionPacer::Refresh(const RuleSnapshot& rules, int64_t now_ms) {
   minute_bytes_ = 0;
   slice_bytes_ = 0;
@@ -56,10 +61,30 @@ int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapsh
   const int64_t fallback = outcome.default_delay_ms;
   if (outcome.code != 200 && outcome.code != 404) return fallback;
 
+  const FlowCtrlRules& source =
+      rules.group->has_frequency_rules() ? *rules.group : *rules.cluster_default;
+  const int64_t slice_budget = limit_bytes_ / kSlicesPerMinute;
+  const bool over_limit = minute_bytes_ >= limit_bytes_ || slice_bytes_ >= slice_budget;
+  if (outcome.nothing_new) {
+    // Still a 200 for escFlowCtrl and the byte limits. Otherwise the partition steps on
+    // through its neighbours' entries, one read per few of them at the end of a busy
+    // store. While it is active (data within kActiveWindowMs) that goes on at once, as
+    // after data, so its own next message is not kept waiting behind them; a quiet
+    // partition rests by how long it has been quiet, and backs off to the ceiling even
+    // while its neighbours are busy. An operator's frequency rules count such a read as
+    // an empty fetch.
+    if (outcome.escaped) return 0;
+    if (over_limit) return std::max<int64_t>(limit_pause_ms_, fallback);
+    if (source.has_frequency_rules()) {
+      return source.FrequencyPause(++empty_fetches_, static_cast<int32_t>(fallback));
+    }
+    const int64_t wait = QuietWait(now_ms - last_data_ms_, fallback);
+    if (wait == 0) empty_fetches_ = 0;  // active: as after data
+    return wait;
+  }
+  if (outcome.batch_bytes > 0) last_data_ms_ = now_ms;
   empty_fetches_ = outcome.batch_bytes == 0 && outcome.code != 200 ? empty_fetches_ + 1 : 0;
   if (empty_fetches_ > 0) {
-    const FlowCtrlRules& source =
-        rules.group->has_frequency_rules() ? *rules.group : *rules.cluster_default;
     // An operator's frequency rules are obeyed as written, with the full wait between
     // them; without any, the wait grows with the empty streak up to that ceiling.
     const int64_t wait = source.has_frequency_rules() || outcome.code != 404
@@ -68,10 +93,7 @@ int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapsh
     return source.FrequencyPause(empty_fetches_, static_cast<int32_t>(wait));
   }
   if (outcome.escaped) return 0;
-  const int64_t slice_budget = limit_bytes_ / kSlicesPerMinute;
-  if (minute_bytes_ >= limit_bytes_ || slice_bytes_ >= slice_budget) {
-    return std::max<int64_t>(limit_pause_ms_, fallback);
-  }
+  if (over_limit) return std::max<int64_t>(limit_pause_ms_, fallback);
   if (outcome.code == 200) {
     int64_t pace = -1;
     if (filter_consumer_ && low_fetch_.filter_ms >= 0) {
