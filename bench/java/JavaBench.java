@@ -58,6 +58,9 @@ public final class JavaBench {
   private static final int TUNED_FETCH_THREADS = PARTITIONS;
   private static final long TUNED_NOT_FOUND_WAIT_MS = 10;
   private static final long TUNED_READY_CHECK_SLICE_MS = 1;
+  // A latency sender's shortest sleep (Thread.sleep sleeps whole milliseconds anyway);
+  // the same in every driver (bench/py_worker.py SENDER_TICK_S).
+  private static final long SENDER_TICK_MS = 1;
   static final String TUNED =
       "consume: push consumer, setPushFetchThreadCnt(" + TUNED_FETCH_THREADS + "); "
           + "latency: pull consumer, setMsgNotFoundWaitPeriodMs(" + TUNED_NOT_FOUND_WAIT_MS
@@ -480,6 +483,9 @@ public final class JavaBench {
                   for (long i = 0; i < count; i++) {
                     long wait = start + i * periodNanos - System.nanoTime();
                     if (wait > 0) {
+                      // The pacing every driver shares (bench/py_worker.py): at least a
+                      // tick, then every message due is sent.
+                      wait = Math.max(wait, SENDER_TICK_MS * 1_000_000L);
                       Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
                     }
                     byte[] body = bodies.get((int) (i & 15)).clone();
