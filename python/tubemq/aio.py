@@ -26,7 +26,7 @@ from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 from tubemq import producer as _producer
 from tubemq._config import CONSUMER_SCHEMA, PRODUCER_SCHEMA, check_timeout
-from tubemq._consuming import Committable, ConsumerBase, Item, Message, _commit_wait, _wait_s
+from tubemq._consumer_base import Committable, ConsumerBase, Item, Message, _commit_wait, _wait_s
 from tubemq.consumer import Consumer as _SyncConsumer
 from tubemq.errors import ClientClosedError, TubeMQError
 from tubemq.inlong import ConsumedRecord

@@ -30,7 +30,7 @@ from tubemq._config import (
     native_client_config,
     native_consumer_options,
 )
-from tubemq._consuming import INDEX_ENTRY_SIZE, ConsumerBase, Item, Message, _check_keys
+from tubemq._consumer_base import INDEX_ENTRY_SIZE, ConsumerBase, Item, Message, _check_keys
 from tubemq.errors import ArgumentTypeError, ConfigError
 from tubemq.inlong import ConsumedRecord
 

@@ -2,7 +2,7 @@
 
 The master assigns the partitions of the group's topics to its members; the consumer
 fetches batches from the partitions it holds and hands out their messages one by one
-(see :mod:`tubemq._consuming` for commits and delivery guarantees).
+(see :mod:`tubemq._consumer_base` for commits and delivery guarantees).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Literal, overload
 
 from tubemq import _core, _log
 from tubemq._config import CONSUMER_SCHEMA, native_client_config, native_consumer_options
-from tubemq._consuming import ConsumerBase, Item, Message
+from tubemq._consumer_base import ConsumerBase, Item, Message
 from tubemq.inlong import ConsumedRecord
 
 __all__ = ["Consumer", "Message"]

@@ -12,7 +12,7 @@ wrong and where; the native decoder checks every length before it uses it.
 ``encode(records, attrs=...)`` builds a pack that InLong's own ``InLongMsg`` class reads.
 
 A consumer made with ``decode="inlongmsg"`` hands out :class:`ConsumedRecord` s instead of
-messages (:mod:`tubemq._consuming` has the commit rule); a pack it cannot decode raises
+messages (:mod:`tubemq._consumer_base` has the commit rule); a pack it cannot decode raises
 :class:`PackDecodeError`, naming the partition and the message.
 """
 
@@ -111,7 +111,7 @@ class ConsumedRecord(Record):
     """A record handed out by a consumer with ``decode="inlongmsg"``: the record's
     fields, the message (pack) it came from, its ``position`` in the pack and how many
     records the pack holds (``count``). ``commit(record)`` commits the message once the
-    record is the pack's last (:mod:`tubemq._consuming`)."""
+    record is the pack's last (:mod:`tubemq._consumer_base`)."""
 
     message: _core.Message
     position: int

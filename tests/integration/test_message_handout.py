@@ -1,4 +1,4 @@
-"""How the messages of the batch at hand are handed out (python/tubemq/_consuming.py, the
+"""How the messages of the batch at hand are handed out (python/tubemq/_consumer_base.py, the
 native cursor of bindings/message_cursor.cc), on the real cluster: ``poll()`` and
 iteration share one hand-out, every message once and in order; a bad timeout is refused
 even when a message is ready; after close() or in a forked child nothing more of the

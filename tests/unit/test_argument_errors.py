@@ -17,7 +17,7 @@ import tubemq
 import tubemq.aio
 from argument_table import BAD_VALUES, GOOD_CALLS, NOT_CHECKED, Row, check_error, rows
 from tubemq import _config, assigned_consumer, errors
-from tubemq._consuming import ConsumerBase
+from tubemq._consumer_base import ConsumerBase
 
 
 def _dead_master() -> str:
