@@ -144,7 +144,7 @@ void RegisterConsumer(py::module_& module) {
       .def_readwrite("confirm_timeout_ms", &ConsumerOptions::confirm_timeout_ms)
       .def_readwrite("commit_on_next_fetch", &ConsumerOptions::commit_on_next_fetch)
       .def_readwrite("fetch_ahead_bytes", &ConsumerOptions::fetch_ahead_bytes)
-      .def_readwrite("client_balance", &ConsumerOptions::client_balance)
+      .def_readwrite("assigned", &ConsumerOptions::assigned)
       .def_readwrite("source_count", &ConsumerOptions::source_count)
       .def_readwrite("node_id", &ConsumerOptions::node_id)
       .def_readwrite("session_key", &ConsumerOptions::session_key)

@@ -741,9 +741,7 @@ def _check_bound_offsets(value: Any) -> dict[str, int]:
     return offsets
 
 
-def native_consumer_options(
-    values: Mapping[str, Any], *, client_balance: bool
-) -> _core.ConsumerOptions:
+def native_consumer_options(values: Mapping[str, Any], *, assigned: bool) -> _core.ConsumerOptions:
     """The native consumer options for validated values (of either consumer schema)."""
     options = _core.ConsumerOptions()
     options.group = values["group"]
@@ -753,9 +751,9 @@ def native_consumer_options(
     options.confirm_timeout_ms = values["confirm_timeout_ms"]
     options.commit_on_next_fetch = values["commit_on_next_fetch"]
     options.fetch_ahead_bytes = values["fetch_ahead_bytes"]
-    options.client_balance = client_balance
+    options.assigned = assigned
     options.source_count = values["source_count"]
-    if client_balance:
+    if assigned:
         options.node_id = values["node_id"]
     else:
         options.session_key = values["session_key"]

@@ -274,7 +274,7 @@ class ConsumerOptions:
     confirm_timeout_ms: int
     commit_on_next_fetch: bool
     fetch_ahead_bytes: int
-    client_balance: bool
+    assigned: bool
     source_count: int
     node_id: int
     session_key: str

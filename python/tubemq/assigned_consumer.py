@@ -96,7 +96,7 @@ class AssignedConsumer(ConsumerBase[Item]):
         _log.start_log_dispatcher()
         native = _core.Consumer(
             native_client_config(validated),
-            native_consumer_options(validated, client_balance=True),
+            native_consumer_options(validated, assigned=True),
         )
         super().__init__(validated, native, stats_cb)
 

@@ -78,7 +78,7 @@ class Consumer(ConsumerBase[Item]):
         _log.start_log_dispatcher()
         native = _core.Consumer(
             native_client_config(validated),
-            native_consumer_options(validated, client_balance=False),
+            native_consumer_options(validated, assigned=False),
         )
         super().__init__(validated, native, stats_cb)
 

@@ -40,7 +40,7 @@ def native_refusal(options: _core.ConsumerOptions) -> str:
 def test_python_and_cpp_refuse_a_group_in_the_same_words(group):
     with pytest.raises(tubemq.ConfigError) as python:
         consumer_values(group=group)
-    options = native_consumer_options(consumer_values(), client_balance=False)
+    options = native_consumer_options(consumer_values(), assigned=False)
     options.group = group
     native = native_refusal(options)
     assert native.startswith(f"invalid group name '{group}': ")
@@ -51,7 +51,7 @@ def test_python_and_cpp_refuse_a_group_in_the_same_words(group):
 def test_python_and_cpp_refuse_a_topic_in_the_same_words(topic):
     with pytest.raises(tubemq.ConfigError) as python:
         consumer_values(topics=[topic])
-    options = native_consumer_options(consumer_values(), client_balance=False)
+    options = native_consumer_options(consumer_values(), assigned=False)
     options.topics = {topic: set()}
     native = native_refusal(options)
     assert native.startswith(f"invalid topic name '{topic}': ")
@@ -62,7 +62,7 @@ def test_python_and_cpp_refuse_a_topic_in_the_same_words(topic):
 def test_python_and_cpp_refuse_a_filter_item_in_the_same_words(item):
     with pytest.raises(tubemq.ConfigError) as python:
         consumer_values(topics={"t1": [item]})
-    options = native_consumer_options(consumer_values(), client_balance=False)
+    options = native_consumer_options(consumer_values(), assigned=False)
     options.topics = {"t1": {item}}
     native = native_refusal(options)
     assert native.split("': ", 1)[1] in python.value.message
@@ -80,7 +80,7 @@ def test_filter_items_are_counted_in_characters_in_both():
 def test_python_and_cpp_refuse_a_session_key_in_the_same_words(key):
     with pytest.raises(tubemq.ConfigError) as python:
         consumer_values(session_key=key, source_count=1)
-    options = native_consumer_options(consumer_values(source_count=1), client_balance=False)
+    options = native_consumer_options(consumer_values(source_count=1), assigned=False)
     options.session_key = key
     native = native_refusal(options)
     assert native.split("': ", 1)[1] in python.value.message
@@ -110,7 +110,7 @@ def test_bound_offsets_take_the_one_partition_key_form():
 def test_consume_from_words_map_to_the_core_positions():
     assert list(CONSUME_FROM) == ["earliest", "latest", "max_always"]
     for word, position in CONSUME_FROM.items():
-        options = native_consumer_options(consumer_values(consume_from=word), client_balance=False)
+        options = native_consumer_options(consumer_values(consume_from=word), assigned=False)
         assert options.position == position
     with pytest.raises(tubemq.ConfigError, match="'earliest', 'latest' or 'max_always'"):
         consumer_values(consume_from="oldest")
@@ -146,14 +146,14 @@ def test_consumer_options_carry_every_value():
         {"master": MASTER, "group": "g1", "topics": {"t1": ["a", "b"]}},
         {"consume_from": "earliest", "source_count": 3, "node_id": 2, "confirm_timeout_ms": 5000},
     )
-    options = native_consumer_options(values, client_balance=True)
+    options = native_consumer_options(values, assigned=True)
     assert options.group == "g1" and options.topics == {"t1": {"a", "b"}}
     assert options.position == _core.ConsumePosition.EARLIEST
-    assert options.client_balance and (options.source_count, options.node_id) == (3, 2)
+    assert options.assigned and (options.source_count, options.node_id) == (3, 2)
     assert options.confirm_timeout_ms == 5000 and options.msg_not_found_wait_ms == 400
     bound = native_consumer_options(
         consumer_values(session_key="s1", source_count=2, bound_offsets={"1:t1:0": 7}),
-        client_balance=False,
+        assigned=False,
     )
     assert (bound.session_key, bound.bound_offsets, bound.select_big) == ("s1", {"1:t1:0": 7}, True)
 

@@ -55,9 +55,10 @@ struct ConsumerOptions {
   // between two confirms, as the protocol has it.
   int64_t fetch_ahead_bytes = int64_t{16} << 20;
 
-  // Client-balanced mode (behaviour.md §5): the application, not the master, chooses
-  // the partitions (Assign/Unassign) and their start offsets.
-  bool client_balance = false;
+  // Assigned partitions (Python's AssignedConsumer; TubeMQ calls it client-balanced,
+  // behaviour.md §5): the application, not the master, chooses the partitions
+  // (Assign/Unassign) and their start offsets.
+  bool assigned = false;
   int32_t source_count = 0;  // members that split the partitions; 0 declares none
   int32_t node_id = 0;       // this member's index in [0, source_count)
 

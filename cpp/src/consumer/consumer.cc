@@ -37,14 +37,14 @@ Status ValidateOptions(const ConsumerOptions& options) {
       }
     }
   }
-  if (options.client_balance && options.source_count > 0 &&
+  if (options.assigned && options.source_count > 0 &&
       (options.node_id < 0 || options.node_id >= options.source_count)) {
     return Status(ErrorCode::kInvalidArgument,
                   "node_id " + std::to_string(options.node_id) + " must be in [0, source_count " +
                       std::to_string(options.source_count) + ")");
   }
   if (!options.session_key.empty()) {
-    if (options.client_balance) {
+    if (options.assigned) {
       return Status(ErrorCode::kInvalidArgument,
                     "a session key (bound consume) is for server-balanced consumers");
     }

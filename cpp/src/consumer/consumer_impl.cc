@@ -7,7 +7,7 @@
 
 #include "BrokerService.pb.h"
 #include "MasterService.pb.h"
-#include "consumer/client_balanced.h"
+#include "consumer/assigned_membership.h"
 #include "consumer/server_balanced.h"
 #include "log/log.h"
 #include "meta/client_id.h"
@@ -51,9 +51,9 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
       session_(*this, mutex_, engine_->io(),
                {"consumer", config_.register_attempts,
                 std::chrono::milliseconds(config_.register_retry_wait_ms)}) {
-  if (options_.client_balance) {
-    auto membership = std::make_unique<ClientBalancedMembership>(*this);
-    client_balanced_ = membership.get();
+  if (options_.assigned) {
+    auto membership = std::make_unique<AssignedMembership>(*this);
+    assigned_ = membership.get();
     membership_ = std::move(membership);
   } else {
     membership_ = std::make_unique<ServerBalancedMembership>(*this);
@@ -62,7 +62,7 @@ Consumer::Impl::Impl(ClientConfig config, ConsumerOptions options,
 
 namespace {
 
-Status NotClientBalanced() {
+Status NotAssigned() {
   return Status(ErrorCode::kInvalidArgument,
                 "partitions are chosen by the application only in a client-balanced consumer");
 }
@@ -70,15 +70,15 @@ Status NotClientBalanced() {
 }  // namespace
 
 Status Consumer::Impl::QueryPartitions(bool refresh, std::vector<PartitionMeta>& out) {
-  return client_balanced_ ? client_balanced_->QueryPartitions(refresh, out) : NotClientBalanced();
+  return assigned_ ? assigned_->QueryPartitions(refresh, out) : NotAssigned();
 }
 
 Status Consumer::Impl::Assign(const std::string& partition_key, int64_t offset) {
-  return client_balanced_ ? client_balanced_->Assign(partition_key, offset) : NotClientBalanced();
+  return assigned_ ? assigned_->Assign(partition_key, offset) : NotAssigned();
 }
 
 Status Consumer::Impl::Unassign(const std::string& partition_key, bool commit) {
-  return client_balanced_ ? client_balanced_->Unassign(partition_key, commit) : NotClientBalanced();
+  return assigned_ ? assigned_->Unassign(partition_key, commit) : NotAssigned();
 }
 
 std::optional<bool> Consumer::Impl::BoundOffsetsApplied() const {

@@ -1,7 +1,7 @@
 // The consumer's pull engine (behaviour.md §3-§6): partitions held at brokers and their
 // broker heartbeats, the fetch and confirm path, close; and its membership of the group
 // at the master, one of two kinds chosen at construction (membership.h): balanced by
-// the master (server_balanced.h) or by the application (client_balanced.h).
+// the master (server_balanced.h) or by the application (assigned_membership.h).
 //
 // State is guarded by mutex_, never held while calling out.
 #pragma once
@@ -37,7 +37,7 @@ class CommitOffsetRequestC2B;
 class RegisterRequestC2B;
 }  // namespace pb
 
-class ClientBalancedMembership;
+class AssignedMembership;
 
 class Consumer::Impl : public std::enable_shared_from_this<Impl>,
                        public service::SessionClient {
@@ -58,7 +58,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,
                                                     const std::string& topic);
   void Close(Done done) { session_.Close(std::move(done)); }
-  // Client-balanced mode only (client_balanced.h); otherwise kInvalidArgument.
+  // Client-balanced mode only (assigned_membership.h); otherwise kInvalidArgument.
   Status QueryPartitions(bool refresh, std::vector<PartitionMeta>& out);
   Status Assign(const std::string& partition_key, int64_t offset);
   Status Unassign(const std::string& partition_key, bool commit);
@@ -72,7 +72,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
 
  private:
   friend class ServerBalancedMembership;
-  friend class ClientBalancedMembership;
+  friend class AssignedMembership;
 
   struct Booked {  // what the last fetch of a partition said, for its release delay
     flowctrl::FetchOutcome outcome;
@@ -192,7 +192,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
 
   // Made last: a membership works on everything above.
   std::unique_ptr<Membership> membership_;
-  ClientBalancedMembership* client_balanced_ = nullptr;  // membership_, in that mode
+  AssignedMembership* assigned_ = nullptr;  // membership_, in that mode
 };
 
 }  // namespace tubemq

@@ -5,8 +5,9 @@
 //
 //   ServerBalancedMembership  the master balances the group and sends rebalance events
 //                             (Python's Consumer; upstream: the push/pull consumer)
-//   ClientBalancedMembership  the application assigns partitions itself (Python's
-//                             AssignedConsumer; upstream: the "V2" register/heartbeat)
+//   AssignedMembership        the application assigns partitions itself (Python's
+//                             AssignedConsumer; TubeMQ's client-balanced consumer,
+//                             upstream: the "V2" register/heartbeat)
 //
 // A membership lives inside its Consumer::Impl and works on its state under the
 // consumer's mutex; its callbacks hold the Impl, and so the membership, alive.

@@ -2,7 +2,7 @@
 // and the application's Assign/Unassign. Taking and giving back a partition at its
 // broker, fetching and confirming are the pull engine's (broker_registration.cc,
 // fetch_path.cc).
-#include "consumer/client_balanced.h"
+#include "consumer/assigned_membership.h"
 
 #include <future>
 
@@ -54,7 +54,7 @@ using Done = Membership::Done;
 
 }  // namespace
 
-void ClientBalancedMembership::FillSubscriptionReport(pb::ClientSubRepInfo& report,
+void AssignedMembership::FillSubscriptionReport(pb::ClientSubRepInfo& report,
                                                       bool with_partitions) {
   std::lock_guard<std::mutex> lock(consumer_.mutex_);
   report.set_brokerconfigid(broker_config_id_);
@@ -66,7 +66,7 @@ void ClientBalancedMembership::FillSubscriptionReport(pb::ClientSubRepInfo& repo
   }
 }
 
-void ClientBalancedMembership::FillOpsTaskInfo(pb::OpsTaskInfo& info) const {
+void AssignedMembership::FillOpsTaskInfo(pb::OpsTaskInfo& info) const {
   info.set_defflowcheckid(consumer_.flow_rules_.default_id());
   info.set_groupflowcheckid(consumer_.flow_rules_.group_id());
   info.set_qrypriorityid(consumer_.flow_rules_.qry_priority_id());
@@ -75,7 +75,7 @@ void ClientBalancedMembership::FillOpsTaskInfo(pb::OpsTaskInfo& info) const {
   if (from_max_ctrl_id_ >= 0) info.set_csmfrmmaxoffsetctrlid(from_max_ctrl_id_);
 }
 
-void ClientBalancedMembership::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
+void AssignedMembership::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
   consumer_.ApplyFlowControl(info.has_defflowcheckid() ? info.defflowcheckid() : -2,
                    info.defflowcontrolinfo(),
                    info.has_groupflowcheckid() ? info.groupflowcheckid() : -2,
@@ -89,7 +89,7 @@ void ClientBalancedMembership::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
   if (from_max_ctrl_id_ > consumer_.session_time_ms_) from_max_pending_ = true;
 }
 
-void ClientBalancedMembership::ApplyBrokers(int64_t config_id,
+void AssignedMembership::ApplyBrokers(int64_t config_id,
                                             const std::vector<std::string>& list) {
   if (list.empty()) return;  // sent only when our id is out of date
   Status first_error;
@@ -101,7 +101,7 @@ void ClientBalancedMembership::ApplyBrokers(int64_t config_id,
   broker_config_id_ = config_id;
 }
 
-void ClientBalancedMembership::ApplyTopicMeta(int64_t meta_id,
+void AssignedMembership::ApplyTopicMeta(int64_t meta_id,
                                               const std::vector<std::string>& list) {
   std::vector<meta::SubscribablePartition> partitions;
   {
@@ -119,7 +119,7 @@ void ClientBalancedMembership::ApplyTopicMeta(int64_t meta_id,
   DropUnsubscribable();
 }
 
-void ClientBalancedMembership::DropUnsubscribable() {
+void AssignedMembership::DropUnsubscribable() {
   std::vector<consumer::RmtDataCacheCsm::Removed> dropped;
   for (const meta::Partition& partition : consumer_.cache_.Held()) {
     bool subscribable = false;
@@ -142,7 +142,7 @@ void ClientBalancedMembership::DropUnsubscribable() {
   }
 }
 
-void ClientBalancedMembership::RegisterOnce(Done done) {
+void AssignedMembership::RegisterOnce(Done done) {
   pb::RegisterRequestC2MV2 request;
   request.set_clientid(consumer_.client_id_);
   request.set_groupname(consumer_.options_.group);
@@ -191,7 +191,7 @@ void ClientBalancedMembership::RegisterOnce(Done done) {
       });
 }
 
-void ClientBalancedMembership::Heartbeat() {
+void AssignedMembership::Heartbeat() {
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
     if (!consumer_.session_.running() || consumer_.heartbeat_in_flight_) return;
@@ -257,7 +257,7 @@ void ClientBalancedMembership::Heartbeat() {
       });
 }
 
-void ClientBalancedMembership::ConsumeFromMax() {
+void AssignedMembership::ConsumeFromMax() {
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
     if (!from_max_pending_ || !consumer_.session_.running()) return;
@@ -280,7 +280,7 @@ void ClientBalancedMembership::ConsumeFromMax() {
   }
 }
 
-Status ClientBalancedMembership::QueryPartitions(bool refresh, std::vector<PartitionMeta>& out) {
+Status AssignedMembership::QueryPartitions(bool refresh, std::vector<PartitionMeta>& out) {
   if (!consumer_.Running()) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
   bool fresh = false;
   pb::GetPartMetaRequestC2M request;
@@ -324,7 +324,7 @@ Status ClientBalancedMembership::QueryPartitions(bool refresh, std::vector<Parti
   return Status::OK();
 }
 
-Status ClientBalancedMembership::Assign(const std::string& partition_key, int64_t offset) {
+Status AssignedMembership::Assign(const std::string& partition_key, int64_t offset) {
   std::vector<PartitionMeta> known;
   Status queried = QueryPartitions(/*refresh=*/false, known);
   if (!queried.ok()) return queried;
@@ -372,7 +372,7 @@ Status ClientBalancedMembership::Assign(const std::string& partition_key, int64_
   return status;
 }
 
-Status ClientBalancedMembership::Unassign(const std::string& partition_key, bool commit) {
+Status AssignedMembership::Unassign(const std::string& partition_key, bool commit) {
   auto removed = consumer_.cache_.Remove(partition_key);
   if (!removed) return Status::OK();  // not held: nothing to give back
   {

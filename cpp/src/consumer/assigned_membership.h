@@ -1,4 +1,5 @@
-// The client-balanced membership (behaviour.md §5): the application, not the master,
+// The assigned membership (Python's AssignedConsumer; TubeMQ's "client-balanced"
+// consumer, behaviour.md §5): the application, not the master,
 // chooses the partitions (Assign/Unassign) and their start offsets. It joins with the
 // master's "V2" register and heartbeat (no rebalance events), which carry the broker
 // list and the topics' partition metadata; the held set is reported on change.
@@ -22,9 +23,9 @@ class ClientSubRepInfo;
 class OpsTaskInfo;
 }  // namespace pb
 
-class ClientBalancedMembership : public Membership {
+class AssignedMembership : public Membership {
  public:
-  explicit ClientBalancedMembership(Consumer::Impl& consumer) : consumer_(consumer) {}
+  explicit AssignedMembership(Consumer::Impl& consumer) : consumer_(consumer) {}
 
   void RegisterOnce(Done done) override;
   void Heartbeat() override;
