@@ -1,7 +1,7 @@
-// The client-balanced membership: the V2 register and heartbeat, the master's metadata,
-// and the application's Assign/Unassign. Taking and giving back a partition at its
-// broker, fetching and confirming are the pull engine's (broker_registration.cc,
-// fetch_path.cc).
+// The assigned membership (TubeMQ's client-balanced consumer): the V2 register and
+// heartbeat, the master's metadata, and the application's Assign/Unassign. Taking and
+// giving back a partition at its broker, fetching and confirming are the pull engine's
+// (broker_registration.cc, fetch_path.cc).
 #include "consumer/assigned_membership.h"
 
 #include <future>
@@ -55,7 +55,7 @@ using Done = Membership::Done;
 }  // namespace
 
 void AssignedMembership::FillSubscriptionReport(pb::ClientSubRepInfo& report,
-                                                      bool with_partitions) {
+                                                bool with_partitions) {
   std::lock_guard<std::mutex> lock(consumer_.mutex_);
   report.set_brokerconfigid(broker_config_id_);
   report.set_topicmetainfoid(topic_meta_id_);
@@ -77,10 +77,10 @@ void AssignedMembership::FillOpsTaskInfo(pb::OpsTaskInfo& info) const {
 
 void AssignedMembership::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
   consumer_.ApplyFlowControl(info.has_defflowcheckid() ? info.defflowcheckid() : -2,
-                   info.defflowcontrolinfo(),
-                   info.has_groupflowcheckid() ? info.groupflowcheckid() : -2,
-                   info.groupflowcontrolinfo(),
-                   info.has_qrypriorityid() ? info.qrypriorityid() : -2);
+                             info.defflowcontrolinfo(),
+                             info.has_groupflowcheckid() ? info.groupflowcheckid() : -2,
+                             info.groupflowcontrolinfo(),
+                             info.has_qrypriorityid() ? info.qrypriorityid() : -2);
   if (!info.has_csmfrmmaxoffsetctrlid() || info.csmfrmmaxoffsetctrlid() < 0) return;
   std::lock_guard<std::mutex> lock(consumer_.mutex_);
   if (info.csmfrmmaxoffsetctrlid() == from_max_ctrl_id_) return;
@@ -90,7 +90,7 @@ void AssignedMembership::ApplyOpsTaskInfo(const pb::OpsTaskInfo& info) {
 }
 
 void AssignedMembership::ApplyBrokers(int64_t config_id,
-                                            const std::vector<std::string>& list) {
+                                      const std::vector<std::string>& list) {
   if (list.empty()) return;  // sent only when our id is out of date
   Status first_error;
   meta::BrokerMap brokers =
@@ -102,7 +102,7 @@ void AssignedMembership::ApplyBrokers(int64_t config_id,
 }
 
 void AssignedMembership::ApplyTopicMeta(int64_t meta_id,
-                                              const std::vector<std::string>& list) {
+                                        const std::vector<std::string>& list) {
   std::vector<meta::SubscribablePartition> partitions;
   {
     std::lock_guard<std::mutex> lock(consumer_.mutex_);
@@ -138,7 +138,7 @@ void AssignedMembership::DropUnsubscribable() {
     TUBEMQ_LOG_WARN("partition " << item.partition.Key()
                                  << " is no longer subscribable; giving it back");
     consumer_.UnregisterAtBroker(item.partition, item.last_pack_consumed && !item.was_in_use,
-                       [](const Status&) {});
+                                 [](const Status&) {});
   }
 }
 

@@ -58,7 +58,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,
                                                     const std::string& topic);
   void Close(Done done) { session_.Close(std::move(done)); }
-  // Client-balanced mode only (assigned_membership.h); otherwise kInvalidArgument.
+  // Assigned partitions only (assigned_membership.h); otherwise kInvalidArgument.
   Status QueryPartitions(bool refresh, std::vector<PartitionMeta>& out);
   Status Assign(const std::string& partition_key, int64_t offset);
   Status Unassign(const std::string& partition_key, bool commit);
@@ -120,9 +120,11 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // short, else gives it back to the pollers with the rest.
   void RestAfterNothing(const std::string& key, uint64_t token, std::chrono::milliseconds rest);
   // On the I/O thread: fetches the partition (resting in use in the cache) again once
-  // `rest` is over.
+  // `rest` is over (FetchAgain).
   void RefetchAfterRest(const std::string& key, uint64_t token,
                         std::chrono::milliseconds rest);
+  // Ends a rest in use: the partition's next fetch, unless the cache says otherwise.
+  void FetchAgain(const std::string& key, uint64_t token);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
                     const Status& transport, codec::RpcReply&& reply);
   // Settles a batch no message of which reaches the application, from the I/O thread.

@@ -141,12 +141,11 @@ Status RmtDataCacheCsm::WaitNext(Clock::time_point deadline, int64_t ahead_bytes
   for (;;) {
     if (closed_) return Status(ErrorCode::kClientShutdown, "the consumer is closed");
     // Tops the fetches up first, so every poll - also one that finds a batch waiting -
-    // sets the partitions that became free (assigned, confirmed, rested) on their way.
-    // The memory they may take is the batches parked plus those on their way, each of
-    // the latter counted at the size batches have had lately.
+    // sets the partitions that became free (assigned, confirmed, rested) on their way,
+    // within the memory bound (RoomForFetchLocked).
     Status status = RoomForFetchLocked(ahead_bytes)
                         ? SelectLocked(selection)
-                         : Status(ErrorCode::kAllPartitionInUse, "a fetch is under way");
+                        : Status(ErrorCode::kAllPartitionInUse, "a fetch is under way");
     if (status.ok()) {
       fetching_.insert(selection.partition.Key());
       next = Next::kSelected;

@@ -21,7 +21,7 @@ int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
 
 int64_t QuietWait(int64_t quiet_ms, int64_t ceiling_ms) {
   if (quiet_ms < kActiveWindowMs) return 0;
-  return std::clamp<int64_t>(quiet_ms / kQuietWaitDivisor, 0, ceiling_ms);
+  return std::min(quiet_ms / kQuietWaitDivisor, ceiling_ms);
 }
 
 void PartitionPacer::Refresh(const RuleSnapshot& rules, int64_t now_ms) {
