@@ -3,15 +3,16 @@
 // released and completes futures and callbacks itself (design.md §2).
 //
 // The queue is bounded from the sending side: an I/O thread must never block, so a push
-// always succeeds, but a new send waits for room (HasRoom) while `limit` outcomes wait
-// for Python. So a slow callback slows the sender down instead of letting outcomes (and
-// their futures) pile up; at most `limit` plus the sends in flight are ever undelivered.
+// always succeeds, but a send takes a place first (TryAdmit) and gives it back only once
+// Python has settled its outcome: at most `limit` sends are ever unsettled, in flight
+// and undelivered together. So a slow callback paces the sender, one send per outcome
+// settled. (Counting only the outcomes waiting let `limit` more sit in flight; once they
+// landed the queue stood far above the limit, and a sender waited for a whole window's
+// worth of callbacks, then sent a burst.)
 //
-// "Wait for Python" includes the batch the delivery thread took last, until Python has
-// settled it (Settled(): its futures completed, under the tracker's lock, so that its
-// in-flight count and this room change together) or comes for the next batch. (Giving
-// it back at the take let a sender queue a second batch before Python knew the first
-// was out of the queue: more than `limit` undelivered, as Python counts them.)
+// "Settled" is the batch the delivery thread took last, once Python has completed its
+// futures (Settled(), under the tracker's lock, so that its in-flight count and this room
+// change together) or comes for the next batch.
 #pragma once
 
 #include <atomic>
@@ -43,7 +44,6 @@ class DeliveryQueue {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       items_.push_back(std::move(delivery));
-      size_.store(items_.size() + in_hand_, std::memory_order_relaxed);
       // Only what the drainer waits for wakes it: the first outcome, or the count its
       // linger waits for. A wake-up per push cost a futex call per message.
       wake = items_.size() == 1 || items_.size() == lingering_for_;
@@ -51,20 +51,40 @@ class DeliveryQueue {
     if (wake) ready_.notify_one();
   }
 
-  // Whether a new send may go: fewer than `limit` outcomes wait for Python. The delivery
-  // thread itself always may (a callback that sends must not wait for its own thread).
+  // Takes a place for a send about to be handed to the core, if fewer than `limit` are
+  // unsettled. The delivery thread always may (a callback that sends must not wait for
+  // its own thread).
+  bool TryAdmit() {
+    if (drainer_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+      unsettled_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    size_t now = unsettled_.load(std::memory_order_relaxed);
+    while (now < limit_) {
+      if (unsettled_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+
+  // Gives back the place of a send that never reached the core (it raised first).
+  void Retract() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    unsettled_.fetch_sub(1, std::memory_order_relaxed);
+    room_.notify_all();
+  }
+
   bool HasRoom() const {
-    return size_.load(std::memory_order_relaxed) < limit_ ||
+    return unsettled_.load(std::memory_order_relaxed) < limit_ ||
            drainer_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
 
-  // Waits up to `wait` for room (or Wake()).
-  bool WaitRoom(std::chrono::milliseconds wait) {
-    if (HasRoom()) return true;
+  // Waits up to `wait` for a place (or Wake()) and takes it; false without one.
+  bool WaitAdmit(std::chrono::milliseconds wait) {
+    if (TryAdmit()) return true;
     std::unique_lock<std::mutex> lock(mutex_);
     const uint64_t woken = wake_generation_;
     room_.wait_for(lock, wait, [&] { return HasRoom() || wake_generation_ != woken; });
-    return HasRoom();
+    return TryAdmit();
   }
 
   // Waits up to `wait` for at least one delivery (or Wake()), then takes up to `max`.
@@ -93,7 +113,6 @@ class DeliveryQueue {
       items_.pop_front();
     }
     in_hand_ = out.size();
-    size_.store(items_.size() + in_hand_, std::memory_order_relaxed);
     return out;
   }
 
@@ -115,8 +134,8 @@ class DeliveryQueue {
  private:
   void FreeInHand() {  // with mutex_ held
     if (in_hand_ == 0) return;
+    unsettled_.fetch_sub(in_hand_, std::memory_order_relaxed);
     in_hand_ = 0;
-    size_.store(items_.size(), std::memory_order_relaxed);
     room_.notify_all();
   }
 
@@ -126,7 +145,7 @@ class DeliveryQueue {
   std::condition_variable room_;   // senders wait here for room
   std::deque<Delivery> items_;
   size_t in_hand_ = 0;             // the batch the last Drain() handed out
-  std::atomic<size_t> size_{0};    // items_.size() + in_hand_, read without the lock
+  std::atomic<size_t> unsettled_{0};  // admitted sends whose outcome Python has not settled
   std::atomic<std::thread::id> drainer_{};
   size_t lingering_for_ = 0;       // the count a lingering drain waits for (0: none)
   uint64_t wake_generation_ = 0;

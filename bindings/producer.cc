@@ -113,16 +113,23 @@ class PyProducer {
                              queue->Push(Delivery{token, status, std::move(result)});
                            });
     };
+    // A place among the unsettled sends first (deliveries.h), then one in the window.
+    bool admitted = false;
     const bool sent = WithoutGil([&] {
-      if (!deliveries_->HasRoom() || !producer_->AcquireSendSlot(std::chrono::milliseconds(0))) {
-        return false;
-      }
+      admitted = deliveries_->TryAdmit();
+      if (!admitted || !producer_->AcquireSendSlot(std::chrono::milliseconds(0))) return false;
       hand_off();
       return true;
     });
     if (sent) return;
-    AwaitDeliveryRoom(block);
-    AcquireSlot(block, std::nullopt, std::nullopt);
+    try {
+      if (!admitted) AwaitDeliveryRoom(block);
+      admitted = true;
+      AcquireSlot(block, std::nullopt, std::nullopt);
+    } catch (...) {
+      if (admitted) WithoutGil([&] { deliveries_->Retract(); });
+      throw;
+    }
     WithoutGil(hand_off);
   }
 
@@ -176,9 +183,10 @@ class PyProducer {
                  "retry later, flush(), or set block_on_full");
   }
 
-  // Outcomes Python has not taken yet count against the window too (deliveries.h).
+  // Sends whose outcome Python has not settled yet count against the window too
+  // (deliveries.h); takes a place among them.
   void AwaitDeliveryRoom(bool block) {
-    WaitForPlace([&](std::chrono::milliseconds wait) { return deliveries_->WaitRoom(wait); },
+    WaitForPlace([&](std::chrono::milliseconds wait) { return deliveries_->WaitAdmit(wait); },
                  block, std::nullopt, std::nullopt,
                  "max_in_flight send outcomes wait for the delivery thread (a slow "
                  "callback?); retry later, flush(), or set block_on_full");

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -29,6 +30,15 @@ DeliveryCallback = Callable[[Optional[TubeMQError], Optional[_core.SendResult]],
 
 _log = logging.getLogger("tubemq.delivery")
 _WAIT_SLICE_S = 0.2
+# How many outcomes one drain takes. While a batch's callbacks run, nothing is drained,
+# so the bound fills and senders wait: a batch of 10 000 callbacks of 10 ms each held
+# them for minutes, then let a burst through. So a drain takes as many outcomes as the
+# last batch's callbacks would run in about _BATCH_S, starting from _DRAIN_FIRST and at
+# most doubling from one batch to the next, up to _DRAIN_MAX: past the bound, senders
+# go at the callbacks' pace.
+_BATCH_S = 0.01
+_DRAIN_FIRST = 16
+_DRAIN_MAX = 10000
 _OUTCOME_UNKNOWN = 1003
 _CLOSED_FIRST = (
     "the producer closed before the broker answered; the message may be stored, so "
@@ -116,10 +126,15 @@ class DeliveryTracker:
             thread.join(timeout)
 
     def _run(self) -> None:
+        most = _DRAIN_FIRST
         while True:
-            deliveries = self._native.drain_deliveries(_WAIT_SLICE_S)
+            deliveries = self._native.drain_deliveries(_WAIT_SLICE_S, most)
             if deliveries:
+                began = time.perf_counter()
                 self._complete_all(deliveries)
+                took = time.perf_counter() - began
+                in_time = int(len(deliveries) * _BATCH_S / max(took, 1e-9))
+                most = max(1, min(_DRAIN_MAX, 2 * most, in_time))
             with self._changed:
                 if self._stopping and not deliveries and not self._pending:
                     self._thread = None

@@ -9,6 +9,7 @@ import gc
 import logging
 import queue
 import threading
+import time
 
 import pytest
 
@@ -23,24 +24,33 @@ class FakeNative:
 
     def __init__(self) -> None:
         self._outcomes: queue.Queue[tuple[int, int, str, object] | None] = queue.Queue()
+        self._left: list[tuple[int, int, str, object]] = []  # beyond a drain's max_items
         self.settled_batches = 0
+        self.asked: list[int] = []  # each drain's max_items
 
     def answer(self, token: int, result: object = None, code: int = 0, text: str = "") -> None:
         self._outcomes.put((token, code, text, result))
 
-    def drain_deliveries(self, wait_s: float) -> list[tuple[int, int, str, object]]:
-        try:
-            first = self._outcomes.get(timeout=wait_s)
-        except queue.Empty:
-            return []
-        batch = [first] if first is not None else []
+    def drain_deliveries(
+        self, wait_s: float, max_items: int = 10000
+    ) -> list[tuple[int, int, str, object]]:
+        self.asked.append(max_items)
+        batch, self._left = self._left, []
+        if not batch:
+            try:
+                first = self._outcomes.get(timeout=wait_s)
+            except queue.Empty:
+                return []
+            batch = [first] if first is not None else []
         while True:
             try:
                 more = self._outcomes.get_nowait()
             except queue.Empty:
-                return batch
+                break
             if more is not None:
                 batch.append(more)
+        batch, self._left = batch[:max_items], batch[max_items:]
+        return batch
 
     def deliveries_settled(self) -> None:
         self.settled_batches += 1
@@ -211,3 +221,29 @@ def test_a_coroutine_may_await_a_handle(tracked):
         return result, failed.value.code, await ok  # a done handle answers at once
 
     assert asyncio.run(main()) == ("stored", 443, "stored")
+
+
+def test_slow_callbacks_make_the_delivery_thread_take_fewer_outcomes_at_a_time(tracked):
+    """Nothing is drained while a batch's callbacks run, so the number taken at a time
+    follows how long the last batch's callbacks took: with slow callbacks one or two
+    (senders then wait for one callback, not a batch), with none it grows back towards
+    the whole queue."""
+    native, tracker = tracked
+    slow_tokens = [tracker.register(lambda error, result: time.sleep(0.02))[0] for _ in range(40)]
+    for token in slow_tokens:
+        native.answer(token, result="stored")
+    assert tracker.wait_empty(10) == 0
+    assert native.asked[0] == 16  # before anything is known of the callbacks
+    assert max(native.asked[1:]) <= 2, native.asked
+    fast_tokens = [_send(tracker)[0] for _ in range(3000)]
+    for _ in range(12):  # batches without callbacks: the size doubles each time
+        for token in fast_tokens[:1]:
+            native.answer(token, result="stored")
+        del fast_tokens[:1]
+        deadline = time.monotonic() + 5
+        while tracker.pending() > len(fast_tokens) and time.monotonic() < deadline:
+            time.sleep(0.001)
+    for token in fast_tokens:
+        native.answer(token, result="stored")
+    assert tracker.wait_empty(10) == 0
+    assert native.asked[-1] >= 256, native.asked[-12:]
