@@ -10,6 +10,7 @@ import json
 import os
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,9 @@ LABELS = {
 # its own under "latency"); idle waits in our poll, where a Java pull consumer needs a
 # loop of the user's own.
 NOT_JAVA = frozenset({"consume-batch", "latency-tuned", "idle"})
+# Modes only Python runs: slow-callback measures what a slow Python callback does to
+# send_async's pace and to memory (the outcomes wait for the Python delivery thread).
+PYTHON_ONLY = frozenset({"slow-callback"})
 # The tuned JVM: a fixed heap (no resizing while measured) and the throughput
 # collector; the client settings are in JavaBench.TUNED (the driver reports them).
 JAVA_TUNED_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseParallelGC")
@@ -107,11 +111,73 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def peak_rss_mib(pid: int) -> float:
+def _status_mib(pid: int, field: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def peak_rss_mib(pid: int) -> float:
+    return _status_mib(pid, "VmHWM")
+
+
+def rss_mib(pid: int) -> float:
+    """The resident set now (not its peak): what shows growth from window to window."""
+    return _status_mib(pid, "VmRSS")
+
+
+WRITE_CALLS = ("write", "writev", "sendto", "sendmsg", "sendmmsg")
+# What perf counts over a window, per process (every thread): the system calls entered,
+# those that write to a socket or file, and the context switches (voluntary and not), the
+# per-message costs issue 25 names.
+KERNEL_EVENTS = {
+    "raw_syscalls:sys_enter": "syscalls",
+    "context-switches": "ctx_switches",
+    **{f"syscalls:sys_enter_{call}": "writes" for call in WRITE_CALLS},
+}
+
+
+class KernelCounts:
+    """``perf stat`` attached to a driver for one window; without perf (or without the
+    permission to count another process) the window simply carries no such figures."""
+
+    available: bool | None = None  # probed once per run
+
+    def __init__(self, pid: int) -> None:
+        self._process: subprocess.Popen[str] | None = None
+        if KernelCounts.available is None:
+            KernelCounts.available = self._probe()
+        if KernelCounts.available:
+            self._process = subprocess.Popen(
+                ["perf", "stat", "-x", ",", "-e", ",".join(KERNEL_EVENTS), "-p", str(pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            time.sleep(0.05)  # attached before the window's command is sent
+
+    @staticmethod
+    def _probe() -> bool:
+        if shutil.which("perf") is None:
+            return False
+        probe = subprocess.run(
+            ["perf", "stat", "-x", ",", "-e", ",".join(KERNEL_EVENTS), "true"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return probe.returncode == 0 and "not supported" not in probe.stderr
+
+    def stop(self) -> dict[str, int]:
+        """The counts since the start, by the names of KERNEL_EVENTS' values."""
+        if self._process is None:
+            return {}
+        self._process.send_signal(signal.SIGINT)
+        _, text = self._process.communicate(timeout=30)
+        counts = {}
+        for line in text.splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2] in KERNEL_EVENTS and fields[0].isdigit():
+                name = KERNEL_EVENTS[fields[2]]
+                counts[name] = counts.get(name, 0) + int(fields[0])
+        return counts
 
 
 class Driver:
@@ -165,10 +231,18 @@ class Driver:
                attrs: bool = False, rate: float = 0.0) -> dict[str, Any]:  # fmt: skip
         assert self._process.stdin is not None
         command = f"window {mode} {size} {topic} {seconds} {max_count} {int(attrs)} {rate}\n"
+        counts = KernelCounts(self.pid)
         self._process.stdin.write(command)
         self._process.stdin.flush()
-        answer = self._answer()
+        try:
+            answer = self._answer()
+        finally:
+            answer_counts = counts.stop()
+        # Counted from the command to the answer: slightly more than the timed window (a
+        # consumer's join, the payloads made before the clock starts).
+        answer.update(answer_counts)
         answer["peak_rss_mib"] = round(peak_rss_mib(self.pid), 1)
+        answer["rss_mib"] = round(rss_mib(self.pid), 1)
         return answer
 
     def stderr_tail(self) -> str:

@@ -20,6 +20,7 @@ outside it. ``cpu_s`` is this process's CPU time (every thread) over the window.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import random
 import resource
@@ -40,6 +41,35 @@ PARTITIONS = 4  # of every bench topic (bench/runner.py)
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class GcPauses:
+    """The cyclic collector's longest pause since the last reset: a pending send that
+    holds tracked objects makes every full collection long (issue 25)."""
+
+    def __init__(self) -> None:
+        self.longest_s = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._on_collection)
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.longest_s = max(self.longest_s, time.perf_counter() - self._began)
+
+    def take_ms(self) -> float:
+        """The longest pause in ms since the last take, and start afresh."""
+        longest, self.longest_s = self.longest_s, 0.0
+        return longest * 1e3
 
 
 def _payloads(size: int) -> list[bytes]:
@@ -67,6 +97,7 @@ class Driver:
         self.producer: tubemq.Producer | None = None
         self.published: set[str] = set()
         self.groups = 0
+        self.gc_pauses = GcPauses()
 
     def _producer(self, topic: str) -> tubemq.Producer:
         if self.producer is None:
@@ -97,8 +128,17 @@ class Driver:
 
     def window(self, mode: str, size: int, topic: str, seconds: float, max_count: int,
                attrs: bool, rate: float) -> dict:  # fmt: skip
+        self.gc_pauses.take_ms()
+        result = self._window(mode, size, topic, seconds, max_count, attrs, rate)
+        result["gc_max_ms"] = self.gc_pauses.take_ms()
+        return result
+
+    def _window(self, mode: str, size: int, topic: str, seconds: float, max_count: int,
+                attrs: bool, rate: float) -> dict:  # fmt: skip
         if mode in ("produce-sync", "produce-async"):
             return self._produce(mode == "produce-async", size, topic, seconds, max_count, attrs)
+        if mode == "slow-callback":
+            return self._slow_callback(size, topic, seconds)
         if mode in ("consume", "consume-attrs"):
             return self._consume(mode == "consume-attrs", topic, seconds, max_count)
         if mode == "consume-batch":
@@ -133,6 +173,42 @@ class Driver:
         if failed:
             raise RuntimeError(f"{failed} sends failed")
         return {"count": count, "bytes": count * size, "elapsed_s": elapsed, "cpu_s": cpu}
+
+    def _slow_callback(self, size: int, topic: str, seconds: float) -> dict:
+        """send_async as fast as the producer admits, each callback sleeping 10 ms (an
+        application writing every outcome somewhere slow): the sends must slow to the
+        callback's pace instead of piling outcomes up, and memory must stay flat."""
+        payloads = _payloads(size)
+        producer = self._producer(topic)
+        slow = threading.Event()
+        slow.set()
+
+        def callback(error: BaseException | None, result: object) -> None:
+            if slow.is_set():  # cleared at the end, so that the flush does not take minutes
+                time.sleep(SLOW_CALLBACK_S)
+
+        cpu_before, started = _cpu_seconds(), time.perf_counter()
+        # Memory and pace are taken from 2 s on (a smoke run's short window: half-way).
+        settled, deadline = started + min(2.0, seconds / 2), started + seconds
+        count, waiting_max = 0, 0
+        rss_start, count_start, now = 0.0, 0, started
+        while now < deadline:
+            producer.send_async(topic, payloads[count & 15], callback=callback)
+            count += 1
+            if not count & 63:
+                now = time.perf_counter()
+                waiting_max = max(waiting_max, producer.metrics()["in_flight"])
+                if not rss_start and now >= settled:
+                    rss_start, count_start, settled = _rss_mib(), count, now
+        elapsed, cpu = now - started, _cpu_seconds() - cpu_before
+        rss_end = _rss_mib()
+        slow.clear()
+        if producer.flush(timeout=600) != 0:
+            raise RuntimeError("sends still pending after 600 s")
+        return {"count": count, "bytes": count * size, "elapsed_s": elapsed, "cpu_s": cpu,
+                "steady_msg_s": (count - count_start) / max(now - settled, 1e-9),
+                "rss_start_mib": rss_start, "rss_end_mib": rss_end,
+                "waiting_max": waiting_max}  # fmt: skip
 
     def _consume(self, read_attrs: bool, topic: str, seconds: float, max_count: int) -> dict:
         with self._consumer(topic, consume_from="earliest") as consumer:
@@ -274,6 +350,9 @@ TUNED_NOT_FOUND_WAIT_MS = 10
 # msg/s, while ours slept 0.1 ms per message. Every driver now paces this way
 # (kSenderTick in bench/cpp, SENDER_TICK_MS in bench/java).
 SENDER_TICK_S = 0.001
+
+# slow-callback: what each outcome's callback sleeps.
+SLOW_CALLBACK_S = 0.01
 
 
 def serve(master: str, commands, answers) -> None:

@@ -35,7 +35,10 @@ object per message), reads the first byte and the length of the buffer and commi
 batch; C++ runs its consume loop (it has batches already); Java has no such path and
 is not run (—). *latency* sends at a fixed rate from a second
 thread with the send time in the payload and takes the delay when the consumer holds
-the message. *idle* polls a consumer that has nothing to read."""
+the message. *idle* polls a consumer that has nothing to read. *slow-callback*
+(Python only) sends with `send_async(..., callback=)` as fast as the producer admits,
+each callback sleeping 10 ms. *produce-runs*: a new process per client, one producer,
+10 successive runs of send_async + flush."""
 
 
 def size_label(size: int) -> str:
@@ -53,6 +56,12 @@ def figures(record: dict[str, Any]) -> dict[str, float]:
         "cpu_pct": record["cpu_s"] / elapsed * 100,  # of one core
         "rss_mib": record.get("peak_rss_mib", 0.0),
     }
+    # perf's counts (bench/drivers.py KernelCounts), when it could count.
+    for name in ("syscalls", "writes", "ctx_switches"):
+        if name in record:
+            out[f"{name}_per_msg"] = record[name] / per_message
+    if "gc_max_ms" in record:  # Python: its cyclic collector's longest pause
+        out["gc_max_ms"] = record["gc_max_ms"]
     if "broker_cpu_s" in record:
         out["broker_cpu_s_per_m"] = record["broker_cpu_s"] / per_message * 1e6
         out["broker_cpu_pct"] = record["broker_cpu_s"] / elapsed * 100
@@ -86,9 +95,8 @@ def summarize(runs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for key, records in grouped.items():
         per_window = [figures(r) for r in records]
-        row: dict[str, Any] = {
-            name: _spread([f[name] for f in per_window]) for name in per_window[0]
-        }
+        names = [n for n in per_window[0] if all(n in f for f in per_window)]
+        row: dict[str, Any] = {name: _spread([f[name] for f in per_window]) for name in names}
         latencies = [r["latency_ms"] for r in records if r.get("latency_ms")]
         for q in ("p50", "p95", "p99", "p999", "max"):
             if latencies:
@@ -114,6 +122,83 @@ def paired_ratios(runs: list[dict[str, Any]]) -> dict[tuple[str, str, str, str],
     return {key: _spread(values) for key, values in ratios.items()}
 
 
+# Workloads with a table of their own rather than a row of the throughput table.
+OWN_TABLES = ("latency", "idle", "slow-callback", "produce-runs")
+
+
+def _small(value: float | None) -> str:
+    """A small per-message figure, '-' when it was not measured."""
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _median(spread: dict[str, float] | None) -> str:
+    return _small(spread["median"] if spread else None)
+
+
+def _slow_callback(runs: list[dict[str, Any]]) -> list[str]:
+    """Whether outcomes a slow callback has not taken yet pile up: the pace and RSS."""
+    records = [r for r in runs if r["phase"] == "measured" and r["workload"].startswith("slow")]
+    if not records:
+        return []
+    lines = [
+        "",
+        "Slow callback (Python): `send_async(topic, value, callback=cb)` of 1 KiB as fast "
+        "as the producer admits it (`max_in_flight=20000`), `cb` sleeping 10 ms, one row "
+        "per round. Sends must slow to the callback's pace (100/s) once the bound is "
+        "reached, with memory flat: outcomes not yet handed to Python count against it.",
+        "",
+        "| round | sends in the window | sends/s after 2 s | RSS MiB at 2 s | RSS MiB at the end "
+        "| most sends waiting (in flight + undelivered) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['round']} | {r['count']:,} | {r['steady_msg_s']:,.0f} | "
+            f"{r['rss_start_mib']:.0f} | {r['rss_end_mib']:.0f} | {r['waiting_max']:,} |"
+        )
+    return lines
+
+
+def _successive_runs(meta: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
+    """produce-runs: run 1, 2 and the last of each client, and the last against run 2."""
+    by_client: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in runs:
+        if record["phase"] == "runs":
+            by_client[record["client"]].append(record)
+    if not by_client:
+        return []
+    setting = meta.get("produce_runs", {})
+    lines = [
+        "",
+        f"Successive runs: a new process per client, one producer (`max_in_flight` 20 000), "
+        f"{setting.get('runs', 10)} runs one after another of "
+        f"{setting.get('messages', 0):,} send_async of 1 KiB + flush, as a new user tries "
+        "it; the last run should match run 2 (no slow state) with RSS flat. RSS: resident "
+        "after each run from run 2 on, its lowest and highest.",
+        "",
+        "| client | run 1 msg/s | run 2 msg/s | last msg/s | last/run 2 | run 2 CPU s/M "
+        "| last CPU s/M | last/run 2 | RSS MiB, runs 2-last | syscalls/msg (last) "
+        "| writes/msg (last) | ctx sw/msg (last) | longest GC pause ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for client, records in by_client.items():
+        records.sort(key=lambda r: r["round"])
+        first, second, last = (figures(records[i]) for i in (0, 1, -1))
+        gc = max((r.get("gc_max_ms", 0.0) for r in records), default=0.0)
+        rss = [r.get("rss_mib", 0.0) for r in records[1:]]
+        lines.append(
+            f"| {LABELS[client]} | {first['msg_s']:,.0f} | {second['msg_s']:,.0f} | "
+            f"{last['msg_s']:,.0f} | {last['msg_s'] / second['msg_s']:.2f} | "
+            f"{second['cpu_s_per_m']:.1f} | {last['cpu_s_per_m']:.1f} | "
+            f"{last['cpu_s_per_m'] / second['cpu_s_per_m']:.2f} | "
+            f"{min(rss):.0f}-{max(rss):.0f} | "
+            f"{_small(last.get('syscalls_per_msg'))} | {_small(last.get('writes_per_msg'))} | "
+            f"{_small(last.get('ctx_switches_per_msg'))} | "
+            + (f"{gc:.1f} |" if client == "python" else "- |")
+        )
+    return lines
+
+
 def _java_less(workload: str) -> bool:
     """Whether Java does not run this workload (its mode is the name's first word)."""
     return workload.split()[0] in NOT_JAVA
@@ -128,7 +213,7 @@ def _cell(spread: dict[str, float] | None, form: str = ",.0f") -> str:
 def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     table, ratios = summarize(runs), paired_ratios(runs)
     workloads = list(dict.fromkeys(r["workload"] for r in runs if r["phase"] == "measured"))
-    throughput = [w for w in workloads if not w.startswith(("latency", "idle"))]
+    throughput = [w for w in workloads if not w.startswith(OWN_TABLES)]
     clients = [c for c in LABELS if any(key[1] == c for key in table)]
     settings = meta["settings"]
     tuned = meta["java_tuned"]
@@ -152,10 +237,14 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         "Medians over the rounds, (min-max) in brackets. CPU = the client process's CPU "
         "time (every thread) over the window, per million messages; broker = the broker "
         "JVM's over the same window (a consumer's group join included); RSS = the "
-        "process's peak.",
+        "process's peak. Syscalls and context switches: the client process's, every "
+        "thread, counted by `perf stat` from the window's command to its answer, per "
+        "message (medians; '-' where perf could not count); writes: write, writev, "
+        "sendto, sendmsg and sendmmsg.",
         "",
-        "| workload | client | msg/s | CPU s/M msgs | broker CPU s/M | MiB/s | peak RSS MiB |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| workload | client | msg/s | CPU s/M msgs | broker CPU s/M | MiB/s | peak RSS MiB "
+        "| syscalls/msg | writes/msg | ctx sw/msg |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for workload in throughput:
         for client in clients:
@@ -165,7 +254,10 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                     f"| {workload} | {LABELS[client]} | {_cell(row['msg_s'])} | "
                     f"{_cell(row['cpu_s_per_m'], '.1f')} | "
                     f"{_cell(row.get('broker_cpu_s_per_m'), '.1f')} | "
-                    f"{row['mib_s']['median']:.1f} | {row['rss_mib']['max']:.0f} |"
+                    f"{row['mib_s']['median']:.1f} | {row['rss_mib']['max']:.0f} | "
+                    f"{_median(row.get('syscalls_per_msg'))} | "
+                    f"{_median(row.get('writes_per_msg'))} | "
+                    f"{_median(row.get('ctx_switches_per_msg'))} |"
                 )
     # A consume window that read the whole backlog before its time was up is shorter
     # than asked: said here rather than hidden in the medians.
@@ -252,6 +344,7 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                     f"| {LABELS[client]} | {_cell(row['cpu_pct'], '.2f')} | "
                     f"{_cell(row.get('broker_cpu_pct'), '.2f')} |"
                 )
+    lines += _slow_callback(runs) + _successive_runs(meta, runs)
     cold = [r for r in runs if r["phase"] == "cold"]
     if cold:
         lines += [
@@ -280,9 +373,7 @@ def chart(path: Path, runs: list[dict[str, Any]]) -> None:
     import matplotlib.pyplot as plt
 
     table = summarize(runs)
-    workloads = [
-        w for w in dict.fromkeys(w for w, _ in table) if not w.startswith(("latency", "idle"))
-    ]
+    workloads = [w for w in dict.fromkeys(w for w, _ in table) if not w.startswith(OWN_TABLES)]
     clients = [c for c in LABELS if any((w, c) in table for w in workloads)]
     fig, axes = plt.subplots(2, 1, figsize=(13, 8), sharex=True)
     width = 0.8 / max(1, len(clients))

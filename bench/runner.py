@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,10 @@ LATENCY_RATES = (1000.0, 10000.0)
 # latency-tuned: ours with this ceiling on the rest after "nothing new" (py_worker.py).
 TUNED_NOT_FOUND_WAIT_MS = 10
 ATTRS_SIZE = 1024  # the size whose backlog is also read with its attributes
+# produce-runs (issue 25): a new user's producer, 10 runs of send_async + flush in one
+# new process per client; run 10 must match run 2 (no slow state), RSS flat.
+SUCCESSIVE_RUNS = 10
+RUN_MESSAGES = 200_000
 LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="WARN">
   <Appenders><Console name="stderr" target="SYSTEM_ERR">
@@ -95,6 +99,8 @@ class Workload:
     rate: float = 0.0  # latency: messages per second
 
     def runs_on(self, client: str) -> bool:
+        if self.mode in drivers.PYTHON_ONLY:
+            return client == "python"
         return not (client.startswith("java") and self.mode in drivers.NOT_JAVA)
 
     @property
@@ -114,12 +120,13 @@ class Workload:
 
 
 def plan(sizes: tuple[int, ...], modes: set[str]) -> list[Workload]:
+    """The workloads of the measured rounds (produce-runs has a phase of its own)."""
     workloads = []
     for size in sizes:
         for mode in ("produce-sync", "produce-async", "consume", "consume-batch"):
             workloads.append(Workload(mode, size))
         if size == ATTRS_SIZE:
-            workloads.append(Workload("consume-attrs", size))
+            workloads += [Workload("consume-attrs", size), Workload("slow-callback", size)]
     if ATTRS_SIZE in sizes:  # latency: 1 KiB at fixed rates
         for mode in ("latency", "latency-tuned"):
             workloads += [Workload(mode, ATTRS_SIZE, rate) for rate in LATENCY_RATES]
@@ -132,7 +139,7 @@ def run_window(
     broker_pid: int,
 ) -> dict[str, Any]:  # fmt: skip
     """One window of ``workload``; the answer plus the broker's CPU over it."""
-    if workload.mode.startswith("latency"):
+    if workload.mode.startswith("latency") or workload.mode == "slow-callback":
         seconds, max_count = max(seconds, settings.latency_s), 0
     elif workload.mode == "idle":
         seconds, max_count = max(seconds, settings.idle_s), 0
@@ -241,6 +248,28 @@ def measure(
     return runs, startups
 
 
+def successive_runs(
+    master: str, clients: list[str], settings: Settings, log_config: Path, timeout: float,
+    broker: int,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """produce-runs: for each client a new process (a new user's, nothing warm), one
+    producer, SUCCESSIVE_RUNS windows of send_async + flush of 1 KiB, each of
+    settings.window_max messages however long they take."""
+    runs: list[dict[str, Any]] = []
+    workload = Workload("produce-async", ATTRS_SIZE)
+    for client in clients:
+        driver = drivers.Driver(client, master, log_config, timeout)
+        try:
+            for index in range(1, SUCCESSIVE_RUNS + 1):
+                record = run_window(driver, workload, settings, timeout, broker)
+                record.update(phase="runs", round=index, workload="produce-runs 1 KiB")
+                runs.append(record)
+                print(f"{'run ' + str(index):>9} {report.one_line(record)}", flush=True)
+        finally:
+            driver.close()
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -261,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--modes",
         default="produce-sync,produce-async,consume,consume-attrs,consume-batch,latency,"
-        "latency-tuned,idle",
+        "latency-tuned,idle,slow-callback,produce-runs",
     )
     parser.add_argument(
         "--output",
@@ -278,13 +307,17 @@ def main(argv: list[str] | None = None) -> int:
     if not set(sizes) <= set(SIZES):
         parser.error(f"--sizes must be among {SIZES}")
     clients = [c for c in drivers.CLIENTS if c in args.clients.split(",")]
-    workloads = plan(sizes, set(args.modes.split(",")))
-    if not clients or not workloads:
+    modes = set(args.modes.split(","))
+    workloads = plan(sizes, modes)
+    runs_wanted = "produce-runs" in modes and ATTRS_SIZE in sizes
+    if not clients or not (workloads or runs_wanted):
         parser.error("nothing to run")
     if args.dry_run:
         print(f"clients (rotating): {', '.join(clients)}; {rounds} rounds; {settings}")
         for workload in workloads:
             print(f"{workload.name} on {workload.topic}")
+        if runs_wanted:
+            print(f"produce-runs: {SUCCESSIVE_RUNS} x {RUN_MESSAGES:,} in a new process each")
         return 0
 
     print("building the C++ driver and the Java program ...", flush=True)
@@ -302,7 +335,14 @@ def main(argv: list[str] | None = None) -> int:
             runs, startups = measure(
                 cluster.master_address, clients, workloads, settings, rounds, log_config,
                 args.timeout, broker_pid(cluster),
-            )  # fmt: skip
+            ) if workloads else ([], {})  # fmt: skip
+            if runs_wanted:
+                # A tenth of the messages in a smoke run.
+                messages = RUN_MESSAGES // 10 if args.quick else RUN_MESSAGES
+                runs += successive_runs(
+                    cluster.master_address, clients, replace(settings, window_max=messages),
+                    log_config, args.timeout, broker_pid(cluster),
+                )  # fmt: skip
     finally:
         if started_here:
             cluster.down()
@@ -325,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": os.getloadavg(),
         "python": sys.version.split()[0],
         "latency": {"rates": LATENCY_RATES, "tuned_msg_not_found_wait_ms": TUNED_NOT_FOUND_WAIT_MS},
+        "produce_runs": {"runs": SUCCESSIVE_RUNS, "messages": RUN_MESSAGES},
         "java_tuned": {
             "jvm": " ".join(drivers.JAVA_TUNED_JVM),
             "client": startups.get("java-tuned", {}).get("settings"),
