@@ -1,11 +1,10 @@
 #include "meta/message_data.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
 
 #include "codec/big_endian.h"
+#include "codec/crc32.h"
 #include "meta/text.h"
 #include "tubemq/consumer.h"
 
@@ -75,17 +74,7 @@ MessageData EncodeMessageData(std::string_view attribute, std::string&& body) {
 }
 
 int32_t MaskedCrc32(std::string_view data) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes uInt lengths; feed large buffers in pieces.
-  const auto* bytes = reinterpret_cast<const Bytef*>(data.data());
-  size_t left = data.size();
-  while (left > 0) {
-    const uInt piece = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
-    crc = crc32(crc, bytes, piece);
-    bytes += piece;
-    left -= piece;
-  }
-  return static_cast<int32_t>(crc & 0x7FFFFFFFu);
+  return static_cast<int32_t>(codec::Crc32(0, data) & 0x7FFFFFFFu);
 }
 
 int32_t SentAddr(std::string_view ipv4) {
