@@ -64,7 +64,9 @@ namespace {
 
 Status NotAssigned() {
   return Status(ErrorCode::kInvalidArgument,
-                "partitions are chosen by the application only in a client-balanced consumer");
+                "partitions are chosen by the application only in an assigned consumer "
+                "(ConsumerOptions::assigned, TubeMQ's client-balanced mode); this consumer's "
+                "partitions are given by the master");
 }
 
 }  // namespace
