@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.procfs import status_mib
 from tubemq.cluster import maven
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,20 +112,13 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def _status_mib(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def peak_rss_mib(pid: int) -> float:
-    return _status_mib(pid, "VmHWM")
+    return status_mib(pid, "VmHWM")
 
 
 def rss_mib(pid: int) -> float:
     """The resident set now (not its peak): what shows growth from window to window."""
-    return _status_mib(pid, "VmRSS")
+    return status_mib(pid, "VmRSS")
 
 
 WRITE_CALLS = ("write", "writev", "sendto", "sendmsg", "sendmmsg")

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import tubemq
+from bench.procfs import status_mib
 
 _STAMP = struct.Struct("<q")  # the send time in a latency payload's first 8 bytes
 ATTRS = {"region": "eu-west", "tenant": "bench"}  # the two attributes of the backlog
@@ -41,14 +42,6 @@ PARTITIONS = 4  # of every bench topic (bench/runner.py)
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 class GcPauses:
@@ -199,9 +192,9 @@ class Driver:
                 now = time.perf_counter()
                 waiting_max = max(waiting_max, producer.metrics()["in_flight"])
                 if not rss_start and now >= settled:
-                    rss_start, count_start, settled = _rss_mib(), count, now
+                    rss_start, count_start, settled = status_mib("self", "VmRSS"), count, now
         elapsed, cpu = now - started, _cpu_seconds() - cpu_before
-        rss_end = _rss_mib()
+        rss_end = status_mib("self", "VmRSS")
         slow.clear()
         if producer.flush(timeout=600) != 0:
             raise RuntimeError("sends still pending after 600 s")

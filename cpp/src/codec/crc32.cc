@@ -59,7 +59,9 @@ struct FoldFactors {
   uint64_t low;
   uint64_t high;
 };
-constexpr FoldFactors FoldBy(unsigned bits) { return {FoldFactor(bits + 32), FoldFactor(bits - 32)}; }
+constexpr FoldFactors FoldBy(unsigned bits) {
+  return {FoldFactor(bits + 32), FoldFactor(bits - 32)};
+}
 constexpr FoldFactors kFoldBy512 = FoldBy(512);  // four lanes at once
 constexpr FoldFactors kFoldBy128 = FoldBy(128);  // one lane
 static_assert(FoldFactor(544) == 0x154442BD4, "the fold factors are those of CRC-32 (IEEE)");
