@@ -227,7 +227,8 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         f"{settings['window_max']:,} messages, whichever comes first (consume: the "
         f"backlog, from its start with a new group, timed from the first message). "
         f"{meta['cpus']} CPUs shared with other work (load average at the end "
-        f"{meta['load_average'][0]:.1f}); cluster {meta['cluster']}.",
+        f"{meta['load_average'][0]:.1f}); cluster {meta['cluster']}, server JIT "
+        f"{meta.get('server_jit', 'C1 only')}.",
         "",
         f"Java, default: the client and the JVM as they come. Java, tuned: JVM "
         f"`{tuned['jvm']}`; {tuned['client']}.",

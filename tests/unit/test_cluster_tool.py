@@ -250,3 +250,29 @@ def test_up_on_a_running_cluster_of_another_shape_is_refused(tmp_path, monkeypat
         LocalCluster(tmp_path).up(["topic_a"], brokers=3)
     LocalCluster(tmp_path).up(["topic_a"])  # the same shape: only adds the topics
     assert added == [["topic_a"]]
+
+
+@pytest.mark.parametrize("full_jit", [False, True])
+def test_a_full_jit_cluster_keeps_the_c2_compiler_and_a_test_cluster_does_not(
+    tmp_path, monkeypatch, full_jit
+):
+    from tubemq.cluster import process
+
+    launched = []
+
+    def fake_run(argv, **kwargs):
+        launched.append(argv[-1])
+        return type("Done", (), {"returncode": 0, "stdout": "4242\n", "stderr": ""})()
+
+    monkeypatch.setattr(process.subprocess, "run", fake_run)
+    pid = process.start_jvm(
+        process.BROKER_CLASS,
+        tmp_path / "broker.ini",
+        [],
+        tmp_path,
+        tmp_path / "broker.log",
+        full_jit=full_jit,
+    )
+    assert pid == 4242
+    assert ("-XX:TieredStopAtLevel=1" in launched[0]) is not full_jit
+    assert "-XX:+UseSerialGC" in launched[0]
