@@ -665,6 +665,40 @@ TEST_F(ClientConnectionTest, FramesQueuedDuringAWriteLeaveInOneWrite) {
   EXPECT_EQ(connection->writes_started(), 2u);
 }
 
+TEST_F(ClientConnectionTest, ADeepPipelineLeavesInBoundedWritesAndIsAllAnswered) {
+  // 2000 requests queued behind a blocked write: they leave 64 frames per write (the
+  // frames asio gathers into one sendmsg), every one is answered in order although
+  // reads pause while hundreds are pending, and the written frames' buffers are kept
+  // for the frames that follow.
+  constexpr int kQueued = 2000;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ScriptedServer server([released](Peer& peer) {
+    released.wait();
+    Echo(peer);
+  });
+  auto connection = Connect(server.port());
+  Recorder big(1);
+  connection->Call(Payload(std::string(20 << 20, 'x')), 10000ms, big.Track(0));
+  ASSERT_TRUE(Eventually([&] { return connection->writes_started() == 1; }));
+  std::this_thread::sleep_for(100ms);
+  Recorder queued(kQueued);
+  for (int i = 0; i < kQueued; ++i) {
+    connection->Call(Payload("queued-" + std::to_string(i)), 10000ms, queued.Track(i));
+  }
+  std::this_thread::sleep_for(100ms);  // every one is drained and queued
+  EXPECT_EQ(connection->writes_started(), 1u);
+  release.set_value();
+  ASSERT_TRUE(big.WaitAll(10s));
+  ASSERT_TRUE(queued.WaitAll(10s));
+  for (int i = 0; i < kQueued; ++i) {
+    ASSERT_TRUE(queued.Get(i).status.ok()) << i << ": " << queued.Get(i).status.ToString();
+    ASSERT_EQ(queued.Get(i).reply.data, "queued-" + std::to_string(i));
+  }
+  EXPECT_EQ(connection->writes_started(), 1u + (kQueued + 63) / 64);
+  EXPECT_GT(connection->TakeFrameBuffer().capacity(), 0u);
+}
+
 TEST_F(ClientConnectionTest, AFailedGatheredWriteFailsEveryQueuedRequestOnce) {
   constexpr int kSmall = 10;
   ScriptedServer server([](Peer& peer) {

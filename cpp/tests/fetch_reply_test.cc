@@ -18,8 +18,8 @@ void AddMessage(pb::GetMessageResponseB2C& reply, int64_t id, const std::string&
   const meta::MessageData data = meta::EncodeMessageData(attribute, std::string(body));
   pb::TransferedMessage* message = reply.add_messages();
   message->set_messageid(id);
-  message->set_checksum(meta::MaskedCrc32(data.data) + (corrupt ? 1 : 0));
-  message->set_payloaddata(data.data);
+  message->set_checksum(meta::MaskedCrc32(data) + (corrupt ? 1 : 0));
+  message->set_payloaddata(data.Joined());
   message->set_flag(data.flag);
 }
 

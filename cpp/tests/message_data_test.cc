@@ -18,14 +18,16 @@ TEST(MessageData, AttributeHeaderIsLengthPrefixedAndSetsTheFlag) {
   ASSERT_TRUE(BuildAttribute(message, attribute).ok());
   EXPECT_EQ(attribute, "$msgType$=t1");
   const MessageData data = EncodeMessageData(attribute, std::string("hi"));
-  EXPECT_EQ(ToHex(data.data), "00 00 00 0C 24 6D 73 67 54 79 70 65 24 3D 74 31 68 69");
+  EXPECT_EQ(ToHex(data.Joined()), "00 00 00 0C 24 6D 73 67 54 79 70 65 24 3D 74 31 68 69");
   EXPECT_EQ(data.flag, 1);
-  EXPECT_EQ(static_cast<uint32_t>(MaskedCrc32(data.data)), 0x11D1E1B3u);
+  EXPECT_EQ(static_cast<uint32_t>(MaskedCrc32(data)), 0x11D1E1B3u);
+  EXPECT_EQ(MaskedCrc32(data), MaskedCrc32(data.Joined()));
 }
 
 TEST(MessageData, NoAttributeMeansTheBodyAloneAndFlagZero) {
   const MessageData data = EncodeMessageData("", std::string("payload"));
-  EXPECT_EQ(data.data, "payload");
+  EXPECT_EQ(data.Joined(), "payload");
+  EXPECT_EQ(data.head, "");
   EXPECT_EQ(data.flag, 0);
 }
 
@@ -129,7 +131,8 @@ TEST(MessageDecoding, RoundTripWithPropertiesAndTime) {
   ASSERT_TRUE(BuildAttribute(outgoing, attribute).ok());
   const MessageData encoded = EncodeMessageData(attribute, std::string("body"));
   DecodedMessage message;
-  ASSERT_TRUE(DecodeMessageData(encoded.data, encoded.flag, MaskedCrc32(encoded.data), message));
+  const std::string joined = encoded.Joined();
+  ASSERT_TRUE(DecodeMessageData(joined, encoded.flag, MaskedCrc32(joined), message));
   EXPECT_EQ(message.msg_type, "A");
   EXPECT_EQ(message.msg_time, "202501011230");
   ASSERT_EQ(message.properties.size(), 2u);
@@ -137,8 +140,8 @@ TEST(MessageDecoding, RoundTripWithPropertiesAndTime) {
   EXPECT_EQ(message.properties[1].second, "");
   EXPECT_EQ(message.body, "body");
   // Without the flag the same bytes are all body.
-  ASSERT_TRUE(DecodeMessageData(encoded.data, 0, MaskedCrc32(encoded.data), message));
-  EXPECT_EQ(message.body, encoded.data);
+  ASSERT_TRUE(DecodeMessageData(joined, 0, MaskedCrc32(joined), message));
+  EXPECT_EQ(message.body, joined);
 }
 
 TEST(MessageDecoding, PropertiesParsedLaterMatchTheEagerOnes) {
@@ -149,10 +152,11 @@ TEST(MessageDecoding, PropertiesParsedLaterMatchTheEagerOnes) {
   std::string attribute;
   ASSERT_TRUE(BuildAttribute(outgoing, attribute).ok());
   const MessageData encoded = EncodeMessageData(attribute, std::string("body"));
-  const int32_t crc = MaskedCrc32(encoded.data);
+  const std::string joined = encoded.Joined();
+  const int32_t crc = MaskedCrc32(joined);
   DecodedMessage eager, lazy;
-  ASSERT_TRUE(DecodeMessageData(encoded.data, encoded.flag, crc, eager));
-  ASSERT_TRUE(DecodeMessageData(encoded.data, encoded.flag, crc, lazy, false));
+  ASSERT_TRUE(DecodeMessageData(joined, encoded.flag, crc, eager));
+  ASSERT_TRUE(DecodeMessageData(joined, encoded.flag, crc, lazy, false));
   // The fetch path's decode finds the reserved items and leaves the rest for later.
   EXPECT_TRUE(lazy.properties.empty());
   EXPECT_EQ(lazy.msg_type, "A");

@@ -83,16 +83,19 @@ constexpr uint32_t kBodyRequestTag = (3 << 3) | 2;
 // by a RequestBody. The field order and encoding are those protobuf itself writes.
 class RequestEnvelope {
  public:
-  RequestEnvelope(Method method, int64_t server_timeout_ms, const MessageLite& request)
+  RequestEnvelope(Method method, int64_t server_timeout_ms, const MessageLite& request,
+                  std::initializer_list<std::string_view> raw_fields)
       : method_(static_cast<int32_t>(method)),
         timeout_(server_timeout_ms > 0 ? server_timeout_ms : 1),
-        request_(request) {
+        request_(request),
+        raw_fields_(raw_fields) {
     conn_.set_flag(kRpcFlagRequest);
     header_.set_servicetype(static_cast<int32_t>(ServiceTypeOf(method)));
     header_.set_protocolver(kRpcProtocolVersion);
     conn_size_ = conn_.ByteSizeLong();
     header_size_ = header_.ByteSizeLong();
     request_size_ = request_.ByteSizeLong();
+    for (std::string_view raw : raw_fields_) request_size_ += raw.size();
     body_size_ = 1 + CodedOutputStream::VarintSize32SignExtended(method_) + 1 +
                  CodedOutputStream::VarintSize64(static_cast<uint64_t>(timeout_)) + 1 +
                  CodedOutputStream::VarintSize32(static_cast<uint32_t>(request_size_)) +
@@ -117,6 +120,9 @@ class RequestEnvelope {
     out.WriteVarint32(static_cast<uint32_t>(request_size_));
     // ByteSizeLong() above cached the sizes this relies on.
     request_.SerializeWithCachedSizes(&out);
+    for (std::string_view raw : raw_fields_) {
+      out.WriteRaw(raw.data(), static_cast<int>(raw.size()));
+    }
   }
 
  private:
@@ -127,6 +133,7 @@ class RequestEnvelope {
   const int32_t method_;
   const int64_t timeout_;
   const MessageLite& request_;
+  const std::initializer_list<std::string_view> raw_fields_;
   pb::RpcConnHeader conn_;
   pb::RequestHeader header_;
   size_t conn_size_ = 0;
@@ -138,12 +145,14 @@ class RequestEnvelope {
 }  // namespace
 
 std::string EncodeRequestFrame(Method method, int64_t server_timeout_ms,
-                               const MessageLite& request) {
-  const RequestEnvelope envelope(method, server_timeout_ms, request);
+                               const MessageLite& request,
+                               std::initializer_list<std::string_view> raw_fields,
+                               std::string buffer) {
+  const RequestEnvelope envelope(method, server_timeout_ms, request, raw_fields);
   const size_t payload_size = envelope.size();
   if (payload_size > kWriteBlockSize) {
     // Several blocks: the block lengths interleave the payload, so it is built first.
-    std::string payload;
+    std::string payload = std::move(buffer);
     payload.resize(payload_size);
     {
       ArrayOutputStream stream(payload.data(), static_cast<int>(payload_size));
@@ -154,7 +163,7 @@ std::string EncodeRequestFrame(Method method, int64_t server_timeout_ms,
   }
   // One block: header, block length, then the payload written in place.
   constexpr size_t kPrefix = kFrameHeaderSize + 4;
-  std::string frame;
+  std::string frame = std::move(buffer);
   frame.resize(kPrefix + payload_size);
   char* out_bytes = frame.data();
   out_bytes = PutUint32(out_bytes, kFrameBeginToken);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -27,8 +28,16 @@ std::string EncodeRequestPayload(Method method, int64_t server_timeout_ms,
 // EncodeFrame(0, EncodeRequestPayload(method, timeout, request.SerializeAsString())),
 // but the request is serialized once, straight into the frame when the payload fits one
 // block (8 KiB): the message data is copied once instead of three times.
+//
+// `raw_fields` are bytes of more fields of `request`, already encoded (tag, length,
+// value) by the caller and written after the ones `request` holds: protobuf readers take
+// fields in any order, and a large field then goes from its own buffers into the frame
+// without a copy into the message first. `buffer` lends its capacity to the frame (a
+// frame the connection wrote before), so that a stream of requests allocates none.
 std::string EncodeRequestFrame(Method method, int64_t server_timeout_ms,
-                               const google::protobuf::MessageLite& request);
+                               const google::protobuf::MessageLite& request,
+                               std::initializer_list<std::string_view> raw_fields = {},
+                               std::string buffer = {});
 
 enum class ResponseStatus : int32_t { kSuccess = 0, kError = 1, kFatal = 2 };
 

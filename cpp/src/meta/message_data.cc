@@ -62,19 +62,22 @@ Status BuildAttribute(const OutgoingMessage& message, std::string& attribute) {
 
 MessageData EncodeMessageData(std::string_view attribute, std::string&& body) {
   MessageData out;
-  if (attribute.empty()) {
-    out.data = std::move(body);  // the common case costs no copy
-    return out;
-  }
+  out.body = std::move(body);
+  if (attribute.empty()) return out;
   out.flag = 1;
-  out.data.resize(4);
-  codec::PutUint32(out.data.data(), static_cast<uint32_t>(attribute.size()));
-  out.data.append(attribute).append(body);
+  out.head.resize(4);
+  codec::PutUint32(out.head.data(), static_cast<uint32_t>(attribute.size()));
+  out.head.append(attribute);
   return out;
 }
 
 int32_t MaskedCrc32(std::string_view data) {
   return static_cast<int32_t>(codec::Crc32(0, data) & 0x7FFFFFFFu);
+}
+
+int32_t MaskedCrc32(const MessageData& data) {
+  return static_cast<int32_t>(codec::Crc32(codec::Crc32(0, data.head), data.body) &
+                              0x7FFFFFFFu);
 }
 
 int32_t SentAddr(std::string_view ipv4) {

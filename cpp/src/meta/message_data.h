@@ -20,15 +20,22 @@ namespace tubemq::meta {
 Status BuildAttribute(const OutgoingMessage& message, std::string& attribute);
 
 // The `data` field and its flag: the body alone (flag 0), or the 4-byte big-endian
-// attribute length, the attribute and the body (flag 1).
+// attribute length, the attribute and the body (flag 1). Kept in two parts, `head` (the
+// length and the attribute, or nothing) and the caller's own `body`, which the send path
+// writes into the request frame without joining them first.
 struct MessageData {
-  std::string data;
+  std::string head;
+  std::string body;
   int32_t flag = 0;
+
+  size_t size() const { return head.size() + body.size(); }
+  std::string Joined() const { return head + body; }
 };
 MessageData EncodeMessageData(std::string_view attribute, std::string&& body);
 
 // CRC-32 (zlib's) of `data`, masked to 31 bits as the broker computes it.
 int32_t MaskedCrc32(std::string_view data);
+int32_t MaskedCrc32(const MessageData& data);  // of its head and body, as one
 
 // "a.b.c.d" -> (a<<24 | b<<16 | c<<8 | d) as int32; 0 for anything else.
 int32_t SentAddr(std::string_view ipv4);

@@ -10,6 +10,9 @@ namespace tubemq::net {
 namespace {
 
 constexpr size_t kReadChunkSize = 64 * 1024;
+// See OnRead: with this many requests waiting for an answer, reads pause this long.
+constexpr size_t kBatchedReadsAbove = 256;
+constexpr auto kBatchedReadPause = std::chrono::microseconds(200);
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -34,6 +37,7 @@ ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, meta::Endpo
       socket_(strand_),
       connect_timer_(strand_),
       deadline_timer_(strand_),
+      read_pause_timer_(strand_),
       endpoint_(std::move(endpoint)),
       options_(options),
       tls_(std::move(tls)),
@@ -67,6 +71,32 @@ void ClientConnection::CallFrame(std::string frame, std::chrono::milliseconds ti
     post = !std::exchange(drain_posted_, true);
   }
   if (post) asio::post(strand_, [self = shared_from_this()] { self->DrainInbox(); });
+}
+
+std::string ClientConnection::TakeFrameBuffer() {
+  std::string buffer;
+  std::lock_guard<std::mutex> lock(spare_mutex_);
+  if (!spare_frames_.empty()) {
+    buffer.swap(spare_frames_.back());
+    spare_frames_.pop_back();
+    spare_bytes_ -= buffer.capacity();
+  }
+  return buffer;
+}
+
+// The written frames' buffers become spares, as many as fit the bound: more than one
+// write's worth (kMaxFramesPerWrite) of common frames, little memory when idle.
+void ClientConnection::KeepSpareFrames() {
+  constexpr size_t kMaxSpareBytes = size_t{1} << 20;
+  constexpr size_t kMaxSpareFrameBytes = codec::kWriteBlockSize * 2;
+  std::lock_guard<std::mutex> lock(spare_mutex_);
+  for (std::string& frame : writing_) {
+    const size_t capacity = frame.capacity();
+    if (capacity > kMaxSpareFrameBytes || spare_bytes_ + capacity > kMaxSpareBytes) continue;
+    frame.clear();
+    spare_bytes_ += capacity;
+    spare_frames_.push_back(std::move(frame));
+  }
 }
 
 void ClientConnection::DrainInbox() {
@@ -270,10 +300,18 @@ void ClientConnection::WriteNext() {
   if (write_in_progress_ || write_queue_.empty() || state_ != State::kOpen) return;
   write_in_progress_ = true;
   writes_started_.fetch_add(1, std::memory_order_relaxed);
-  // Everything queued leaves in this one write; frames queued meanwhile wait for the
-  // next. writing_ (and tls_out_) keep the bytes alive until the write completes, even
-  // if Fail() runs in between.
-  writing_.swap(write_queue_);
+  // The frames queued leave in this one write, up to kMaxFramesPerWrite; the rest and
+  // frames queued meanwhile wait for the next. asio gathers at most 64 buffers into one
+  // sendmsg, so a longer write would only be more calls before its completion, while a
+  // bounded one hands its buffers back (TakeFrameBuffer) in time for the frames that
+  // follow: a write of a whole 20 000-send window returned them too late to be reused.
+  // writing_ (and tls_out_) keep the bytes alive until the write completes, even if
+  // Fail() runs in between.
+  const size_t count = std::min(write_queue_.size(), kMaxFramesPerWrite);
+  for (size_t i = 0; i < count; ++i) {
+    writing_.push_back(std::move(write_queue_.front()));
+    write_queue_.pop_front();
+  }
   auto on_written = [self = shared_from_this()](const asio::error_code& error, size_t) {
     self->OnWritten(error);
   };
@@ -296,6 +334,7 @@ void ClientConnection::WriteNext() {
 
 void ClientConnection::OnWritten(const asio::error_code& error) {
   write_in_progress_ = false;
+  KeepSpareFrames();
   writing_.clear();
   if (state_ != State::kOpen) return;
   if (error) {
@@ -338,6 +377,17 @@ void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
   if (!status.ok()) {
     Fail(Status(ErrorCode::kProtocolError,
                 "protocol error from " + endpoint_.ToString() + ": " + status.message()));
+    return;
+  }
+  if (pending_.size() >= kBatchedReadsAbove) {
+    // A deep pipeline (a producer's window of sends) is answered one reply at a time as
+    // the broker gets through it, and reading each on arrival cost a sleep and a wake-up
+    // per reply. Its replies wait behind hundreds of others anyway, so a short pause
+    // lets several arrive, read in one call, and adds nothing a caller notices.
+    read_pause_timer_.expires_after(kBatchedReadPause);
+    read_pause_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (!error && self->state_ == State::kOpen) self->ReadNext();
+    });
     return;
   }
   ReadNext();
@@ -402,6 +452,7 @@ void ClientConnection::Fail(Status reason, bool on_request) {
   asio::error_code ignored;
   connect_timer_.cancel();
   deadline_timer_.cancel();
+  read_pause_timer_.cancel();
   deadlines_.Disarmed();
   deadlines_.Clear();
   resolver_.cancel();

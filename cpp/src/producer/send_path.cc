@@ -6,6 +6,7 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
+#include <google/protobuf/io/coded_stream.h>
 
 #include "BrokerService.pb.h"
 #include "MasterService.pb.h"
@@ -43,6 +44,9 @@ bool Ambiguous(const Status& status) {
          status.code() == ErrorCode::kServiceStopped;
 }
 
+// SendMessageRequestP2B.data: field 4, length-delimited (BrokerService.proto).
+constexpr char kDataFieldTag = (4 << 3) | 2;
+
 bool HasKey(const std::vector<std::string>& keys, const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
@@ -54,7 +58,7 @@ struct Producer::Impl::SendJob {
   std::optional<std::string> key;
   std::optional<std::string> partition;  // pinned by the caller
   meta::MessageData data;
-  int32_t checksum = 0;  // of data.data, computed once for every attempt
+  int32_t checksum = 0;  // of data, computed once for every attempt
   std::string msg_type;
   std::string msg_time;
   SendCallback callback;
@@ -173,7 +177,7 @@ Status Producer::Impl::CheckLocally(SendJob& job, OutgoingMessage& message) {
   Status built = meta::BuildAttribute(message, attribute);
   if (!built.ok()) return built;
   job.data = meta::EncodeMessageData(attribute, std::move(message.body));
-  job.checksum = meta::MaskedCrc32(job.data.data);
+  job.checksum = meta::MaskedCrc32(job.data);
   return Status::OK();
 }
 
@@ -201,9 +205,9 @@ Status Producer::Impl::CheckAgainstState(const SendJob& job, const Status& local
   }
   const int64_t limit = found->second.max_message_size > 0 ? found->second.max_message_size
                                                            : max_message_size_;
-  if (static_cast<int64_t>(job.data.data.size()) > limit) {
+  if (static_cast<int64_t>(job.data.size()) > limit) {
     return Status(ErrorCode::kMessageTooLarge,
-                  "message of " + std::to_string(job.data.data.size()) +
+                  "message of " + std::to_string(job.data.size()) +
                       " bytes (body and attributes) exceeds the maximum of " +
                       std::to_string(limit) + " bytes for topic '" + job.topic + "'");
   }
@@ -292,16 +296,23 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_c
   auth->set_visitauthorizedtoken(visit_token);
   if (!auth_token.empty()) auth->set_authauthorizedtoken(std::move(auth_token));
   ++job->attempts;
-  // The message data is lent to the request, not copied: the request is serialized
-  // (once, into the frame) before SendRequest returns, and the job keeps the data for a
-  // retry.
-  request.mutable_data()->swap(job->data.data);
-  service::SendRequest(*connection, codec::Method::kSendMessage, request, rpc_timeout(),
-                       [self = shared_from_this(), job, target](const Status& status,
-                                                                codec::RpcReply&& reply) {
-                         self->OnSendReply(job, *target, status, std::move(reply));
-                       });
-  request.mutable_data()->swap(job->data.data);
+  // The `data` field goes into the frame from the job's own buffers, encoded here after
+  // the request's other fields: the body is copied once, into the frame, and the job
+  // keeps it for a retry.
+  char data_key[1 + 5];
+  data_key[0] = kDataFieldTag;
+  const size_t key_size =
+      1 + static_cast<size_t>(
+              google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
+                  static_cast<uint32_t>(job->data.size()),
+                  reinterpret_cast<uint8_t*>(data_key + 1)) -
+              reinterpret_cast<uint8_t*>(data_key + 1));
+  service::SendRequest(
+      *connection, codec::Method::kSendMessage, request, rpc_timeout(),
+      [self = shared_from_this(), job, target](const Status& status, codec::RpcReply&& reply) {
+        self->OnSendReply(job, *target, status, std::move(reply));
+      },
+      {std::string_view(data_key, key_size), job->data.head, job->data.body});
 }
 
 void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const SendTarget& target,

@@ -15,10 +15,11 @@ void SendSerialized(net::ClientConnection& connection, codec::Method method,
 
 void SendRequest(net::ClientConnection& connection, codec::Method method,
                  const google::protobuf::MessageLite& request, std::chrono::milliseconds timeout,
-                 ReplyCallback callback) {
+                 ReplyCallback callback, std::initializer_list<std::string_view> raw_fields) {
   // Serialized once, straight into the frame (no intermediate strings).
-  connection.CallFrame(codec::EncodeRequestFrame(method, timeout.count(), request), timeout,
-                       std::move(callback));
+  connection.CallFrame(codec::EncodeRequestFrame(method, timeout.count(), request, raw_fields,
+                                                 connection.TakeFrameBuffer()),
+                       timeout, std::move(callback));
 }
 
 Status ReplyStatus(const codec::RpcReply& reply) {

@@ -23,9 +23,12 @@ void SendSerialized(net::ClientConnection& connection, codec::Method method,
                     std::string_view request_body, std::chrono::milliseconds timeout,
                     ReplyCallback callback);
 
+// `raw_fields`: more fields of `request`, already encoded (codec::EncodeRequestFrame).
+// The frame reuses a buffer of a frame this connection has written.
 void SendRequest(net::ClientConnection& connection, codec::Method method,
                  const google::protobuf::MessageLite& request, std::chrono::milliseconds timeout,
-                 ReplyCallback callback);
+                 ReplyCallback callback,
+                 std::initializer_list<std::string_view> raw_fields = {});
 
 // OK for a success response, kRemoteException ("<class>#<message>") otherwise.
 Status ReplyStatus(const codec::RpcReply& reply);
