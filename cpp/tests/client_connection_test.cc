@@ -633,70 +633,58 @@ TEST_F(ClientConnectionTest, DeadlinesRacingRepliesStillCompleteEachRequestOnce)
   }
 }
 
-TEST_F(ClientConnectionTest, FramesQueuedDuringAWriteLeaveInOneWrite) {
-  // A 20 MiB request the server does not read keeps the first write under way; the 20
-  // small requests queued meanwhile must then leave together, in one more write.
-  constexpr int kSmall = 20;
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  ScriptedServer server([released](Peer& peer) {
-    released.wait();
-    Echo(peer);
-  });
-  auto connection = Connect(server.port());
-  Recorder big(1);
-  connection->Call(Payload(std::string(20 << 20, 'x')), 10000ms, big.Track(0));
-  ASSERT_TRUE(Eventually([&] { return connection->writes_started() == 1; }));
-  std::this_thread::sleep_for(100ms);  // the socket buffers fill up; the write stays open
-  Recorder small(kSmall);
-  for (int i = 0; i < kSmall; ++i) {
-    connection->Call(Payload("small-" + std::to_string(i)), 10000ms, small.Track(i));
+class ClientConnectionWriteTest : public ClientConnectionTest {
+ protected:
+  struct Written {
+    uint64_t writes = 0;        // writes the connection started, the blocked one included
+    size_t spare_capacity = 0;  // of the frame buffer it offers afterwards
+  };
+
+  // A 20 MiB request the server does not read yet keeps the first write under way while
+  // `count` small requests are queued; then the server echoes everything. Each request
+  // must be answered, in order.
+  Written QueueBehindABlockedWrite(int count) {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    ScriptedServer server([released](Peer& peer) {
+      released.wait();
+      Echo(peer);
+    });
+    auto connection = Connect(server.port());
+    Recorder big(1);
+    connection->Call(Payload(std::string(20 << 20, 'x')), 10000ms, big.Track(0));
+    EXPECT_TRUE(Eventually([&] { return connection->writes_started() == 1; }));
+    std::this_thread::sleep_for(100ms);  // the socket buffers fill up; the write stays open
+    Recorder queued(count);
+    for (int i = 0; i < count; ++i) {
+      connection->Call(Payload("queued-" + std::to_string(i)), 10000ms, queued.Track(i));
+    }
+    std::this_thread::sleep_for(100ms);  // every queued request is drained and waits
+    EXPECT_EQ(connection->writes_started(), 1u);
+    release.set_value();
+    EXPECT_TRUE(big.WaitAll(10s));
+    EXPECT_TRUE(queued.WaitAll(10s));
+    EXPECT_TRUE(big.Get(0).status.ok()) << big.Get(0).status.ToString();
+    for (int i = 0; i < count; ++i) {
+      EXPECT_TRUE(queued.Get(i).status.ok()) << i << ": " << queued.Get(i).status.ToString();
+      EXPECT_EQ(queued.Get(i).reply.data, "queued-" + std::to_string(i));
+    }
+    return {connection->writes_started(), connection->TakeFrameBuffer().capacity()};
   }
-  std::this_thread::sleep_for(100ms);  // every small request is drained and queued
-  EXPECT_EQ(connection->writes_started(), 1u);
-  release.set_value();
-  ASSERT_TRUE(big.WaitAll(10s));
-  ASSERT_TRUE(small.WaitAll(10s));
-  EXPECT_TRUE(big.Get(0).status.ok()) << big.Get(0).status.ToString();
-  for (int i = 0; i < kSmall; ++i) {
-    EXPECT_TRUE(small.Get(i).status.ok()) << small.Get(i).status.ToString();
-    EXPECT_EQ(small.Get(i).reply.data, "small-" + std::to_string(i));  // order kept
-  }
-  EXPECT_EQ(connection->writes_started(), 2u);
+};
+
+TEST_F(ClientConnectionWriteTest, FramesQueuedDuringAWriteLeaveInOneWrite) {
+  EXPECT_EQ(QueueBehindABlockedWrite(20).writes, 2u);
 }
 
-TEST_F(ClientConnectionTest, ADeepPipelineLeavesInBoundedWritesAndIsAllAnswered) {
-  // 2000 requests queued behind a blocked write: they leave 64 frames per write (the
-  // frames asio gathers into one sendmsg), every one is answered in order although
-  // reads pause while hundreds are pending, and the written frames' buffers are kept
+TEST_F(ClientConnectionWriteTest, ADeepPipelineLeavesInBoundedWritesAndIsAllAnswered) {
+  // 64 frames per write (what asio gathers into one sendmsg); every one answered
+  // although reads pause while hundreds are pending; the written frames' buffers kept
   // for the frames that follow.
   constexpr int kQueued = 2000;
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  ScriptedServer server([released](Peer& peer) {
-    released.wait();
-    Echo(peer);
-  });
-  auto connection = Connect(server.port());
-  Recorder big(1);
-  connection->Call(Payload(std::string(20 << 20, 'x')), 10000ms, big.Track(0));
-  ASSERT_TRUE(Eventually([&] { return connection->writes_started() == 1; }));
-  std::this_thread::sleep_for(100ms);
-  Recorder queued(kQueued);
-  for (int i = 0; i < kQueued; ++i) {
-    connection->Call(Payload("queued-" + std::to_string(i)), 10000ms, queued.Track(i));
-  }
-  std::this_thread::sleep_for(100ms);  // every one is drained and queued
-  EXPECT_EQ(connection->writes_started(), 1u);
-  release.set_value();
-  ASSERT_TRUE(big.WaitAll(10s));
-  ASSERT_TRUE(queued.WaitAll(10s));
-  for (int i = 0; i < kQueued; ++i) {
-    ASSERT_TRUE(queued.Get(i).status.ok()) << i << ": " << queued.Get(i).status.ToString();
-    ASSERT_EQ(queued.Get(i).reply.data, "queued-" + std::to_string(i));
-  }
-  EXPECT_EQ(connection->writes_started(), 1u + (kQueued + 63) / 64);
-  EXPECT_GT(connection->TakeFrameBuffer().capacity(), 0u);
+  const Written written = QueueBehindABlockedWrite(kQueued);
+  EXPECT_EQ(written.writes, 1u + (kQueued + 63) / 64);
+  EXPECT_GT(written.spare_capacity, 0u);
 }
 
 TEST_F(ClientConnectionTest, AFailedGatheredWriteFailsEveryQueuedRequestOnce) {
