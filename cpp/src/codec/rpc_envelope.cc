@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include "RPC.pb.h"
 #include "codec/big_endian.h"
@@ -176,6 +177,17 @@ std::string EncodeRequestFrame(Method method, int64_t server_timeout_ms,
     envelope.Write(out);
   }
   return frame;
+}
+
+std::string LengthDelimitedKey(uint32_t field_number, size_t length) {
+  uint8_t bytes[10];  // two varint32s at most
+  uint8_t* end = CodedOutputStream::WriteTagToArray(
+      google::protobuf::internal::WireFormatLite::MakeTag(
+          static_cast<int>(field_number),
+          google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+      bytes);
+  end = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(length), end);
+  return std::string(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
 }
 
 Status DecodeResponsePayload(std::string_view payload, RpcReply& reply) {

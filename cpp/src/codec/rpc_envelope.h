@@ -39,6 +39,10 @@ std::string EncodeRequestFrame(Method method, int64_t server_timeout_ms,
                                std::initializer_list<std::string_view> raw_fields = {},
                                std::string buffer = {});
 
+// The key of a raw length-delimited field (tag, then the length as a varint), to come
+// before its `length` bytes of value in EncodeRequestFrame's `raw_fields`.
+std::string LengthDelimitedKey(uint32_t field_number, size_t length);
+
 enum class ResponseStatus : int32_t { kSuccess = 0, kError = 1, kFatal = 2 };
 
 struct RpcReply {

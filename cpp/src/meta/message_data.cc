@@ -71,13 +71,14 @@ MessageData EncodeMessageData(std::string_view attribute, std::string&& body) {
   return out;
 }
 
-int32_t MaskedCrc32(std::string_view data) {
-  return static_cast<int32_t>(codec::Crc32(0, data) & 0x7FFFFFFFu);
-}
+namespace {
+int32_t Masked(uint32_t crc) { return static_cast<int32_t>(crc & 0x7FFFFFFFu); }
+}  // namespace
+
+int32_t MaskedCrc32(std::string_view data) { return Masked(codec::Crc32(0, data)); }
 
 int32_t MaskedCrc32(const MessageData& data) {
-  return static_cast<int32_t>(codec::Crc32(codec::Crc32(0, data.head), data.body) &
-                              0x7FFFFFFFu);
+  return Masked(codec::Crc32(codec::Crc32(0, data.head), data.body));
 }
 
 int32_t SentAddr(std::string_view ipv4) {

@@ -6,10 +6,10 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
-#include <google/protobuf/io/coded_stream.h>
 
 #include "BrokerService.pb.h"
 #include "MasterService.pb.h"
+#include "codec/rpc_envelope.h"
 #include "log/log.h"
 #include "meta/text.h"
 #include "meta/message_data.h"
@@ -44,8 +44,8 @@ bool Ambiguous(const Status& status) {
          status.code() == ErrorCode::kServiceStopped;
 }
 
-// SendMessageRequestP2B.data: field 4, length-delimited (BrokerService.proto).
-constexpr char kDataFieldTag = (4 << 3) | 2;
+// SendMessageRequestP2B.data (BrokerService.proto).
+constexpr uint32_t kDataField = 4;
 
 bool HasKey(const std::vector<std::string>& keys, const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -299,20 +299,13 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_c
   // The `data` field goes into the frame from the job's own buffers, encoded here after
   // the request's other fields: the body is copied once, into the frame, and the job
   // keeps it for a retry.
-  char data_key[1 + 5];
-  data_key[0] = kDataFieldTag;
-  const size_t key_size =
-      1 + static_cast<size_t>(
-              google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
-                  static_cast<uint32_t>(job->data.size()),
-                  reinterpret_cast<uint8_t*>(data_key + 1)) -
-              reinterpret_cast<uint8_t*>(data_key + 1));
+  const std::string data_key = codec::LengthDelimitedKey(kDataField, job->data.size());
   service::SendRequest(
       *connection, codec::Method::kSendMessage, request, rpc_timeout(),
       [self = shared_from_this(), job, target](const Status& status, codec::RpcReply&& reply) {
         self->OnSendReply(job, *target, status, std::move(reply));
       },
-      {std::string_view(data_key, key_size), job->data.head, job->data.body});
+      {data_key, job->data.head, job->data.body});
 }
 
 void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const SendTarget& target,
