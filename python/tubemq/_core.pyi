@@ -145,14 +145,15 @@ class Producer:
 
 # consumer
 class Message:
-    """A received message; ``memoryview(message)`` is its value, without a copy.
+    """A received message. ``value`` is its bytes (copied when read, as other clients'
+    values are); ``memoryview(message)`` views them without a copy.
 
     ``msg_type`` and ``attrs`` are decoded with ``surrogateescape``: bytes that are not
     UTF-8 come as lone surrogates, and ``.encode("utf-8", "surrogateescape")`` gives the
     bytes back; ``raw_msg_type`` and ``raw_attrs`` are the bytes as written."""
 
     @property
-    def value(self) -> memoryview: ...
+    def value(self) -> bytes: ...
     @property
     def message_id(self) -> int: ...
     @property

@@ -2,8 +2,8 @@
 message, holding many records with attributes (versions 1-4; version 0 is read too).
 
 ``decode(message_or_bytes)`` returns the records of a pack in pack order. Each record's
-``body`` is a read-only ``memoryview`` into the message (or into the pack's decompressed
-group, when the pack was compressed): nothing is copied. Its ``attrs`` are the pack's
+``body`` is ``bytes``, as InLong's Java class gives a ``byte[]`` (and as a message's
+``value`` is): the pack is read in place, and each body copied once. Its ``attrs`` are the pack's
 attributes merged with the record's own as InLong's Java class does (v3: the record's own
 win; v4: the pack's win, with ``dt``, ``cnt`` and numeric ``groupId``/``streamId`` from the
 header). A payload that is not a valid pack raises :class:`InLongMsgError` naming what is
@@ -68,7 +68,7 @@ class InLongMsgError(TubeMQError, ValueError):
 class Record:
     """One record of a pack."""
 
-    body: memoryview
+    body: bytes
     attrs: dict[str, str]
     raw_attr: str | None  # v0-v3: the attribute string the record came with
     create_time_ms: int | None  # the pack's (v4: its data time), None for v0
@@ -125,7 +125,7 @@ class ConsumedRecord(Record):
     # A poll loop written for plain messages reads these names; they mean the same here
     # (and are the Spark source's column names with decode).
     @property
-    def value(self) -> memoryview:
+    def value(self) -> bytes:
         """The record's body (``body``), as ``Message.value`` is a message's."""
         return self.body
 
@@ -202,7 +202,7 @@ def decode_pack(data: object, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSE
     sources = [view, *(memoryview(block) for block in blocks)]
     records = [
         Record(
-            body=sources[block][offset : offset + length],
+            body=sources[block][offset : offset + length].tobytes(),
             attrs=attrs,
             raw_attr=raw_attr,
             create_time_ms=create_time_ms,

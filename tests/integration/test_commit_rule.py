@@ -55,7 +55,7 @@ class FirstRun:
     by_batch: dict[str, list[bytes]] = field(default_factory=dict)  # every value, in order
 
     def hand(self, message: tubemq.Message) -> None:
-        value = bytes(message)
+        value = message.value  # bytes, as a Kafka loop's message.value() is
         self.by_batch.setdefault(message.confirm_context, []).append(value)
         if value.startswith(self.marker):
             self.handed.append(value)
