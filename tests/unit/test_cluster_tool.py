@@ -240,7 +240,7 @@ def test_a_host_not_on_this_machine_is_refused(tmp_path, monkeypatch):
         LocalCluster(tmp_path).up(["topic_a"], host="203.0.113.9")  # TEST-NET-3
 
 
-def test_up_on_a_running_cluster_of_another_shape_is_refused(tmp_path, monkeypatch):
+def test_up_on_a_running_cluster_of_another_kind_is_refused(tmp_path, monkeypatch):
     state = {"ports": asdict(PORTS), "pids": {"master": 1, "broker": 2}, "topics": []}
     (tmp_path / "cluster.json").write_text(json.dumps(state))
     monkeypatch.setattr(LocalCluster, "is_running", lambda self: True)
@@ -248,7 +248,13 @@ def test_up_on_a_running_cluster_of_another_shape_is_refused(tmp_path, monkeypat
     monkeypatch.setattr(LocalCluster, "add_topics", lambda self, topics: added.append(topics))
     with pytest.raises(ClusterError, match="1 master\\(s\\) and 1 broker\\(s\\)"):
         LocalCluster(tmp_path).up(["topic_a"], brokers=3)
-    LocalCluster(tmp_path).up(["topic_a"])  # the same shape: only adds the topics
+    # A quick-start cluster is not silently taken for a full-JIT one (a bench would then
+    # measure the C1 broker), nor a plain one for TLS.
+    with pytest.raises(ClusterError, match="full_jit=False, not full_jit=True"):
+        LocalCluster(tmp_path).up(["topic_a"], full_jit=True)
+    with pytest.raises(ClusterError, match="tls=False, not tls=True"):
+        LocalCluster(tmp_path).up(["topic_a"], tls=True)
+    LocalCluster(tmp_path).up(["topic_a"])  # the same kind: only adds the topics
     assert added == [["topic_a"]]
 
 

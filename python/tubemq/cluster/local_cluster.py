@@ -165,6 +165,23 @@ class LocalCluster:
         self._require_tls()
         return self.workdir / "tls" / "client.pem", self.workdir / "tls" / "client.key"
 
+    def _refuse_another_kind(
+        self, masters: int, brokers: int, host: str, tls: bool, full_jit: bool
+    ) -> None:
+        """Raises ClusterError naming how this running cluster differs from the one asked."""
+        shape = (len(self.topology.masters), len(self.topology.brokers))
+        if shape != (masters, brokers) or self.host != host:
+            raise ClusterError(
+                f"{self.workdir} runs {shape[0]} master(s) and {shape[1]} broker(s) "
+                f"on {self.host}; run 'down' first for another topology"
+            )
+        for name, running, asked in (("tls", self.tls, tls), ("full_jit", self.full_jit, full_jit)):
+            if running != asked:
+                raise ClusterError(
+                    f"{self.workdir} runs with {name}={running}, not {name}={asked}; "
+                    "run 'down' first to start it otherwise"
+                )
+
     def _require_tls(self) -> None:
         if not self.tls:
             raise ClusterError(f"the cluster in {self.workdir} was not made with tls=True")
@@ -333,13 +350,8 @@ class LocalCluster:
         if (self.workdir / STATE_FILE).exists():
             running = LocalCluster.load(self.workdir)
             if running.is_running():
-                shape = (len(running.topology.masters), len(running.topology.brokers))
-                if shape != (masters, brokers) or running.host != host:
-                    # Adding topics to a cluster of another shape would hide the mismatch.
-                    raise ClusterError(
-                        f"{self.workdir} runs {shape[0]} master(s) and {shape[1]} broker(s) "
-                        f"on {running.host}; run 'down' first for another topology"
-                    )
+                # Adding topics to a cluster made otherwise would hide the mismatch.
+                running._refuse_another_kind(masters, brokers, host, tls, full_jit)
                 running.add_topics(wanted)
                 self._state = running._state
                 return
