@@ -17,6 +17,7 @@
 #include "call_recorder.h"
 #include "codec/big_endian.h"
 #include "net/client_connection.h"
+#include "net/read_watermark.h"
 #include "scripted_server.h"
 #include "test_bytes.h"
 
@@ -679,12 +680,99 @@ TEST_F(ClientConnectionWriteTest, FramesQueuedDuringAWriteLeaveInOneWrite) {
 
 TEST_F(ClientConnectionWriteTest, ADeepPipelineLeavesInBoundedWritesAndIsAllAnswered) {
   // 64 frames per write (what asio gathers into one sendmsg); every one answered
-  // although reads pause while hundreds are pending; the written frames' buffers kept
-  // for the frames that follow.
+  // although replies are read in groups while hundreds are pending; the written frames'
+  // buffers kept for the frames that follow.
   constexpr int kQueued = 2000;
   const Written written = QueueBehindABlockedWrite(kQueued);
   EXPECT_EQ(written.writes, 1u + (kQueued + 63) / 64);
   EXPECT_GT(written.spare_capacity, 0u);
+}
+
+// A server that reads `count` requests, then answers the first `answered`, each reply in
+// a write of its own as the broker does, `gap` apart.
+ScriptedServer::Script AnswerFirst(int count, int answered, std::shared_future<void> done,
+                                   std::chrono::microseconds gap = {}) {
+  return [=](Peer& peer) {
+    struct Request {
+      int32_t serial;
+      int32_t method;
+      std::string body;
+    };
+    std::vector<Request> requests;
+    int32_t serial = 0;
+    while (static_cast<int>(requests.size()) < count) {
+      auto request = peer.ReadRequest(&serial);
+      if (!request) return;
+      requests.push_back({serial, request->method, std::string(request->body)});
+    }
+    for (int i = 0; i < answered; ++i) {
+      peer.Reply(requests[i].serial, requests[i].method, requests[i].body);
+      // Spun, not slept: a sleep lasts far longer than a few microseconds.
+      const auto next = std::chrono::steady_clock::now() + gap;
+      while (std::chrono::steady_clock::now() < next) {
+      }
+    }
+    done.wait();
+  };
+}
+
+TEST_F(ClientConnectionTest, RepliesOfADeepPipelineAreReadInGroups) {
+  // 2 000 requests wait; 1 600 replies come, written one by one as a busy broker writes
+  // them, a few microseconds apart: read on arrival, most would take a read of their own.
+  constexpr int kCount = 2000;
+  constexpr int kAnswered = 1600;
+  std::promise<void> finish;
+  ScriptedServer server(AnswerFirst(kCount, kAnswered, finish.get_future().share(), 5us));
+  auto connection = Connect(server.port());
+  Recorder replies(kAnswered);
+  Recorder rest(kCount - kAnswered);
+  for (int i = 0; i < kCount; ++i) {
+    auto track = i < kAnswered ? replies.Track(i) : rest.Track(i - kAnswered);
+    connection->Call(Payload("deep-" + std::to_string(i)), 10000ms, std::move(track));
+  }
+  EXPECT_TRUE(replies.WaitAll(10s));
+  for (int i = 0; i < kAnswered; ++i) {
+    EXPECT_EQ(replies.Get(i).reply.data, "deep-" + std::to_string(i)) << i;
+  }
+  if (read_watermark::Supported()) EXPECT_LT(connection->reads_completed(), kAnswered / 16u);
+  finish.set_value();
+  connection->Close(Status(ErrorCode::kServiceStopped, "test over"));
+  EXPECT_TRUE(rest.WaitAll(5s));
+}
+
+TEST_F(ClientConnectionTest, AFewRepliesOfADeepPipelineAreNotKeptWaitingForOthers) {
+  // 300 requests wait; 10 are answered and the server goes quiet. Their replies hold
+  // fewer bytes than the read's mark, and must still arrive within the mark's wait, not
+  // at the requests' 20 s timeout.
+  std::promise<void> finish;
+  ScriptedServer server(AnswerFirst(300, 10, finish.get_future().share()));
+  auto connection = Connect(server.port());
+  Recorder first(10);
+  Recorder rest(290);
+  for (int i = 0; i < 300; ++i) {
+    auto track = i < 10 ? first.Track(i) : rest.Track(i - 10);
+    connection->Call(Payload("p" + std::to_string(i)), 20000ms, std::move(track));
+  }
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_TRUE(first.WaitAll(5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 2s);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(first.Get(i).reply.data, "p" + std::to_string(i));
+  EXPECT_EQ(connection->pending_count(), 290u);
+  finish.set_value();
+  connection->Close(Status(ErrorCode::kServiceStopped, "test over"));
+  EXPECT_TRUE(rest.WaitAll(5s));
+}
+
+TEST(ReadWatermark, ADeepPipelineWaitsForAQuarterOfItsRepliesAtMost) {
+  EXPECT_EQ(read_watermark::For(0), 1u);
+  EXPECT_EQ(read_watermark::For(read_watermark::kDeepPipeline - 1), 1u);
+  EXPECT_EQ(read_watermark::For(read_watermark::kDeepPipeline),
+            read_watermark::kDeepPipeline / 4 * read_watermark::kMinReplyFrameBytes);
+  EXPECT_EQ(read_watermark::For(1000000),
+            read_watermark::kMaxRepliesWaitedFor * read_watermark::kMinReplyFrameBytes);
+  for (size_t pending : {256u, 300u, 511u, 4000u, 20000u}) {
+    EXPECT_LE(read_watermark::For(pending), pending / 4 * read_watermark::kMinReplyFrameBytes);
+  }
 }
 
 TEST_F(ClientConnectionTest, AFailedGatheredWriteFailsEveryQueuedRequestOnce) {

@@ -5,14 +5,12 @@
 #include <utility>
 
 #include "log/log.h"
+#include "net/read_watermark.h"
 
 namespace tubemq::net {
 namespace {
 
 constexpr size_t kReadChunkSize = 64 * 1024;
-// See OnRead: with this many requests waiting for an answer, reads pause this long.
-constexpr size_t kBatchedReadsAbove = 256;
-constexpr auto kBatchedReadPause = std::chrono::microseconds(200);
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -37,7 +35,7 @@ ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, meta::Endpo
       socket_(strand_),
       connect_timer_(strand_),
       deadline_timer_(strand_),
-      read_pause_timer_(strand_),
+      read_watermark_timer_(strand_),
       endpoint_(std::move(endpoint)),
       options_(options),
       tls_(std::move(tls)),
@@ -349,6 +347,26 @@ void ClientConnection::OnWritten(const asio::error_code& error) {
 }
 
 void ClientConnection::ReadNext() {
+  if (read_watermark_ > 1 && !tls_stream_) {
+    // A read started now would take the few replies that came in meanwhile (asio reads
+    // at once after a read that returned bytes), one short read after another: wait
+    // for the mark, or for its lowering, first. Not over TLS, whose stream may hold
+    // bytes already taken from the socket.
+    socket_.async_wait(asio::socket_base::wait_read,
+                       [self = shared_from_this()](const asio::error_code& error) {
+                         if (self->state_ != State::kOpen) return;
+                         if (error) {
+                           self->OnRead(error, 0);
+                         } else {
+                           self->ReadNow();
+                         }
+                       });
+    return;
+  }
+  ReadNow();
+}
+
+void ClientConnection::ReadNow() {
   auto on_read = [self = shared_from_this()](const asio::error_code& error, size_t bytes) {
     self->OnRead(error, bytes);
   };
@@ -367,6 +385,7 @@ void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
     return;
   }
   Touch();
+  reads_completed_.fetch_add(1, std::memory_order_relaxed);
   frames_.clear();
   Status status = reader_.Feed(read_buffer_.data(), bytes, frames_);
   // Frames completed before a framing error are still answered.
@@ -379,18 +398,24 @@ void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
                 "protocol error from " + endpoint_.ToString() + ": " + status.message()));
     return;
   }
-  if (pending_.size() >= kBatchedReadsAbove) {
-    // A deep pipeline (a producer's window of sends) is answered one reply at a time as
-    // the broker gets through it, and reading each on arrival cost a sleep and a wake-up
-    // per reply. Its replies wait behind hundreds of others anyway, so a short pause
-    // lets several arrive, read in one call, and adds nothing a caller notices.
-    read_pause_timer_.expires_after(kBatchedReadPause);
-    read_pause_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
-      if (!error && self->state_ == State::kOpen) self->ReadNext();
+  // A deep pipeline's replies wake the next read in groups (read_watermark.h).
+  const size_t mark = read_watermark::Supported() ? read_watermark::For(pending_.size()) : 1;
+  SetReadWatermark(mark);
+  if (mark > 1) {
+    read_watermark_timer_.expires_after(read_watermark::kMaxWait);
+    read_watermark_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (!error && self->state_ == State::kOpen) self->SetReadWatermark(1);
     });
-    return;
   }
   ReadNext();
+}
+
+void ClientConnection::SetReadWatermark(size_t bytes) {
+  if (bytes == read_watermark_) return;
+  asio::error_code error;
+  socket_.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)), error);
+  // Refused, the socket keeps its mark and reads wake as they did: nothing is lost.
+  if (!error) read_watermark_ = bytes;
 }
 
 void ClientConnection::Dispatch(codec::Frame& frame) {
@@ -452,7 +477,7 @@ void ClientConnection::Fail(Status reason, bool on_request) {
   asio::error_code ignored;
   connect_timer_.cancel();
   deadline_timer_.cancel();
-  read_pause_timer_.cancel();
+  read_watermark_timer_.cancel();
   deadlines_.Disarmed();
   deadlines_.Clear();
   resolver_.cancel();

@@ -96,6 +96,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   Clock::time_point last_activity() const;
   // Writes started on the stream (each one gathered write); for tests and benchmarks.
   uint64_t writes_started() const { return writes_started_.load(std::memory_order_relaxed); }
+  // Reads that returned bytes; for tests.
+  uint64_t reads_completed() const { return reads_completed_.load(std::memory_order_relaxed); }
   // Times the deadline timer was armed; for tests.
   uint64_t deadline_timer_arms() const {
     return deadline_timer_arms_.load(std::memory_order_relaxed);
@@ -137,7 +139,9 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void OnDeadlineTimer(const asio::error_code& error);
   Status TimeoutStatus(std::chrono::milliseconds timeout) const;
   void ReadNext();
+  void ReadNow();
   void OnRead(const asio::error_code& error, size_t bytes);
+  void SetReadWatermark(size_t bytes);
   void Dispatch(codec::Frame& frame);
   void Complete(int32_t serial, const Status& status, codec::RpcReply&& reply);
   void Fail(Status reason, bool on_request = false);
@@ -149,7 +153,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;  // the one timer for every request's deadline
-  asio::steady_timer read_pause_timer_;  // see OnRead
+  asio::steady_timer read_watermark_timer_;  // lowers the mark after kMaxWait; see OnRead
   const meta::Endpoint endpoint_;
   const ConnectionOptions options_;
   const std::shared_ptr<TlsContext> tls_;
@@ -183,9 +187,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   uint32_t next_serial_ = 1;
   codec::FrameReader reader_;
   std::vector<uint8_t> read_buffer_;
+  size_t read_watermark_ = 1;  // the socket's receive low-water mark, in bytes
   std::vector<codec::Frame> frames_;
   std::atomic<int64_t> last_activity_ns_;
   std::atomic<uint64_t> writes_started_{0};
+  std::atomic<uint64_t> reads_completed_{0};
   std::atomic<uint64_t> deadline_timer_arms_{0};
 };
 
