@@ -763,6 +763,95 @@ TEST_F(ClientConnectionTest, AFewRepliesOfADeepPipelineAreNotKeptWaitingForOther
   EXPECT_TRUE(rest.WaitAll(5s));
 }
 
+// Calls made while a deep pipeline waits wake nobody: they leave with the next read, the
+// deadline sweep or the failure, whichever comes. Each scenario: 300 requests the server
+// holds (`held_timeout` each), then 20 more calls (5 s each); `after` is what the server
+// does once it has read the 300.
+class DeepPipelineCallsTest : public ClientConnectionTest {
+ protected:
+  static constexpr int kHeld = 300;
+  static constexpr int kMore = 20;
+
+  struct Run {
+    std::shared_ptr<ClientConnection> connection;
+    std::unique_ptr<ScriptedServer> server;
+    Recorder held{kHeld};
+    Recorder more{kMore};
+    std::atomic<bool> held_read{false};  // the server has read every held request
+    uint64_t writes_before_more = 0;
+  };
+
+  std::unique_ptr<Run> Start(std::chrono::milliseconds held_timeout,
+                             std::function<void(Peer&, std::vector<int32_t>&)> after) {
+    auto run = std::make_unique<Run>();
+    run->server = std::make_unique<ScriptedServer>([after, read = &run->held_read](Peer& peer) {
+      std::vector<int32_t> serials;
+      int32_t serial = 0;
+      while (static_cast<int>(serials.size()) < kHeld && peer.ReadRequest(&serial)) {
+        serials.push_back(serial);
+      }
+      read->store(true);
+      after(peer, serials);
+    });
+    run->connection = Connect(run->server->port());
+    for (int i = 0; i < kHeld; ++i) {
+      run->connection->Call(Payload("held-" + std::to_string(i)), held_timeout,
+                            run->held.Track(i));
+    }
+    EXPECT_TRUE(Eventually([&] { return run->held_read.load(); }));
+    run->writes_before_more = run->connection->writes_started();
+    for (int i = 0; i < kMore; ++i) {
+      run->connection->Call(Payload("more-" + std::to_string(i)), 5000ms, run->more.Track(i));
+      std::this_thread::sleep_for(2ms);  // apart: each would have had a write of its own
+    }
+    return run;
+  }
+};
+
+TEST_F(DeepPipelineCallsTest, LeaveWithTheNextReadNotAWriteEach) {
+  std::promise<void> answer;
+  std::shared_future<void> answering = answer.get_future().share();
+  auto run = Start(5000ms, [answering](Peer& peer, std::vector<int32_t>& serials) {
+    answering.wait();
+    for (int32_t serial : serials) peer.Reply(serial, 2, "held");
+    Echo(peer);
+  });
+  // The first call may still find the pipeline not known as deep, and post; the others
+  // wait in the inbox.
+  EXPECT_LE(run->connection->writes_started(), run->writes_before_more + 1);
+  answer.set_value();
+  EXPECT_TRUE(run->held.WaitAll(5s));
+  EXPECT_TRUE(run->more.WaitAll(5s));
+  for (int i = 0; i < kMore; ++i) {
+    EXPECT_TRUE(run->more.Get(i).status.ok()) << run->more.Get(i).status.ToString();
+    EXPECT_EQ(run->more.Get(i).reply.data, "more-" + std::to_string(i));
+  }
+}
+
+TEST_F(DeepPipelineCallsTest, LeaveWithTheDeadlineSweepWhenThePeerIsSilent) {
+  // The held requests are never answered; the calls behind them are, once written.
+  auto run = Start(400ms, [](Peer& peer, std::vector<int32_t>&) { Echo(peer); });
+  EXPECT_TRUE(run->held.WaitAll(5s));
+  EXPECT_TRUE(run->more.WaitAll(3s));
+  EXPECT_EQ(run->held.Get(0).status.code(), ErrorCode::kRequestTimeout);
+  for (int i = 0; i < kMore; ++i) {
+    EXPECT_TRUE(run->more.Get(i).status.ok()) << run->more.Get(i).status.ToString();
+  }
+}
+
+TEST_F(DeepPipelineCallsTest, FailWithTheConnection) {
+  auto run = Start(5000ms, [](Peer& peer, std::vector<int32_t>&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    peer.Reset();
+  });
+  EXPECT_TRUE(run->held.WaitAll(3s));
+  EXPECT_TRUE(run->more.WaitAll(3s));
+  for (int i = 0; i < kMore; ++i) {
+    EXPECT_EQ(run->more.Get(i).status.code(), ErrorCode::kConnectionClosed)
+        << run->more.Get(i).status.ToString();
+  }
+}
+
 TEST(ReadWatermark, ADeepPipelineWaitsForAQuarterOfItsRepliesAtMost) {
   EXPECT_EQ(read_watermark::For(0), 1u);
   EXPECT_EQ(read_watermark::For(read_watermark::kDeepPipeline - 1), 1u);

@@ -65,8 +65,9 @@ void ClientConnection::CallFrame(std::string frame, std::chrono::milliseconds ti
     std::lock_guard<std::mutex> lock(inbox_mutex_);
     inbox_.push_back(Outgoing{std::move(frame), timeout, std::move(callback)});
     // One drain per burst: the calls that arrive before it runs ride along, and the
-    // I/O thread is woken once for all of them.
-    post = !std::exchange(drain_posted_, true);
+    // I/O thread is woken once for all of them. Behind a deep pipeline, not even once:
+    // the connection's next read drains the inbox (see DrainInbox).
+    if (!std::exchange(drain_posted_, true)) post = !drained_by_reads_;
   }
   if (post) asio::post(strand_, [self = shared_from_this()] { self->DrainInbox(); });
 }
@@ -97,27 +98,43 @@ void ClientConnection::KeepSpareFrames() {
   }
 }
 
+// Posted by a call that found the inbox without a drain on its way, and run after every
+// read, deadline sweep and failure. While a deep pipeline waits (read_watermark.h), calls
+// post nothing: waking the I/O thread for each send was a tenth of a sender's time, and
+// the frames would only queue behind hundreds of others. They leave with the next read,
+// which a deep pipeline guarantees within about a millisecond while the peer answers
+// (or with the deadline sweep, or the failure, when it does not).
 void ClientConnection::DrainInbox() {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mutex_);
-    draining_.swap(inbox_);  // inbox_ takes draining_'s (empty) capacity
-    drain_posted_ = false;
-  }
-  const auto now = Clock::now();
-  for (Outgoing& outgoing : draining_) {
-    if (state_ == State::kClosed) {
-      outgoing.callback(close_reason_, codec::RpcReply{});
-      continue;
+  bool again = true;
+  while (again) {
+    {
+      std::lock_guard<std::mutex> lock(inbox_mutex_);
+      draining_.swap(inbox_);  // inbox_ takes draining_'s (empty) capacity
+      drain_posted_ = false;
     }
-    const int32_t serial = NextSerial();
-    codec::PatchFrameSerial(outgoing.frame, serial);
-    const auto deadline = now + outgoing.timeout;
-    pending_.emplace(serial, Pending{std::move(outgoing.callback), deadline, outgoing.timeout});
-    if (deadlines_.Add(serial, deadline)) ArmDeadlineTimer(deadline);
-    write_queue_.push_back(std::move(outgoing.frame));
+    const auto now = Clock::now();
+    for (Outgoing& outgoing : draining_) {
+      if (state_ == State::kClosed) {
+        outgoing.callback(close_reason_, codec::RpcReply{});
+        continue;
+      }
+      const int32_t serial = NextSerial();
+      codec::PatchFrameSerial(outgoing.frame, serial);
+      const auto deadline = now + outgoing.timeout;
+      pending_.emplace(serial,
+                       Pending{std::move(outgoing.callback), deadline, outgoing.timeout});
+      if (deadlines_.Add(serial, deadline)) ArmDeadlineTimer(deadline);
+      write_queue_.push_back(std::move(outgoing.frame));
+    }
+    draining_.clear();
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    drained_by_reads_ =
+        state_ == State::kOpen && pending_.size() >= read_watermark::kDeepPipeline;
+    // Calls that came meanwhile, while reads were to drain them, posted nothing: if
+    // reads no longer will, they are drained now.
+    again = !drained_by_reads_ && !inbox_.empty() && drain_posted_;
   }
-  draining_.clear();
-  pending_count_.store(pending_.size(), std::memory_order_relaxed);
   if (write_queue_.empty()) return;
   if (state_ == State::kIdle) {
     StartConnect();
@@ -159,6 +176,7 @@ void ClientConnection::OnDeadlineTimer(const asio::error_code&) {
   if (state_ != State::kClosed) {
     if (const auto earliest = deadlines_.Earliest()) ArmDeadlineTimer(*earliest);
   }
+  DrainInbox();
 }
 
 Status ClientConnection::TimeoutStatus(std::chrono::milliseconds timeout) const {
@@ -398,6 +416,8 @@ void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
                 "protocol error from " + endpoint_.ToString() + ": " + status.message()));
     return;
   }
+  DrainInbox();
+  if (state_ != State::kOpen) return;
   // A deep pipeline's replies wake the next read in groups (read_watermark.h).
   const size_t mark = read_watermark::Supported() ? read_watermark::For(pending_.size()) : 1;
   SetReadWatermark(mark);
@@ -490,6 +510,7 @@ void ClientConnection::Fail(Status reason, bool on_request) {
   for (const auto& entry : pending_) serials.push_back(entry.first);
   std::sort(serials.begin(), serials.end());
   for (int32_t serial : serials) Complete(serial, reason, codec::RpcReply{});
+  DrainInbox();  // calls behind a deep pipeline posted no drain of their own
   for (auto& waiter : std::exchange(connect_waiters_, {})) waiter(reason);
 }
 
