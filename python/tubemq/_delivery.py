@@ -80,16 +80,25 @@ class DeliveryTracker:
         """A token, and a handle unless ``handle`` is False, for a send about to be queued."""
         token = next(self._tokens)
         made = SendHandle(self._board, token) if handle else None
+        # No lock: each store is atomic, and nothing looks for this token before the send
+        # is queued, after this returns. (The lock's round trip was a tenth of the Python
+        # cost of a send.) Once stopping, the thread's exit is decided under the lock
+        # from `_pending`, which holds this token already: the locked check then sees
+        # either the thread that will complete it, or none, and starts one.
+        self._pending[token] = made
+        if callback is not None:
+            self._callbacks[token] = callback
+        if self._thread is None or self._stopping:
+            self._start_thread()
+        return token, made
+
+    def _start_thread(self) -> None:
         with self._changed:
-            self._pending[token] = made
-            if callback is not None:
-                self._callbacks[token] = callback
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="tubemq-delivery", daemon=True
                 )
                 self._thread.start()
-        return token, made
 
     def forget(self, token: int) -> None:
         """Drops a token whose send never got queued (it raised before)."""
