@@ -35,7 +35,7 @@ ClientConnection::ClientConnection(PrivateTag, asio::io_context& io, meta::Endpo
       socket_(strand_),
       connect_timer_(strand_),
       deadline_timer_(strand_),
-      read_watermark_timer_(strand_),
+      deep_tick_timer_(strand_),
       endpoint_(std::move(endpoint)),
       options_(options),
       tls_(std::move(tls)),
@@ -102,10 +102,10 @@ void ClientConnection::KeepSpareFrames() {
 // read, deadline sweep and failure. While a deep pipeline waits (read_watermark.h), calls
 // post nothing: waking the I/O thread for each send was a tenth of a sender's time, and
 // the frames would only queue behind hundreds of others. They leave with the next read,
-// which a deep pipeline guarantees within about a millisecond while the peer answers
-// (or with the deadline sweep, or the failure, when it does not).
+// or with the deep pipeline's tick (ArmDeepPipelineTick), within a millisecond either way.
 void ClientConnection::DrainInbox() {
   bool again = true;
+  bool deep = false;
   while (again) {
     {
       std::lock_guard<std::mutex> lock(inbox_mutex_);
@@ -131,10 +131,12 @@ void ClientConnection::DrainInbox() {
     std::lock_guard<std::mutex> lock(inbox_mutex_);
     drained_by_reads_ =
         state_ == State::kOpen && pending_.size() >= read_watermark::kDeepPipeline;
+    deep = drained_by_reads_;
     // Calls that came meanwhile, while reads were to drain them, posted nothing: if
     // reads no longer will, they are drained now.
     again = !drained_by_reads_ && !inbox_.empty() && drain_posted_;
   }
+  if (deep) ArmDeepPipelineTick();
   if (write_queue_.empty()) return;
   if (state_ == State::kIdle) {
     StartConnect();
@@ -421,13 +423,24 @@ void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
   // A deep pipeline's replies wake the next read in groups (read_watermark.h).
   const size_t mark = read_watermark::Supported() ? read_watermark::For(pending_.size()) : 1;
   SetReadWatermark(mark);
-  if (mark > 1) {
-    read_watermark_timer_.expires_after(read_watermark::kMaxWait);
-    read_watermark_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
-      if (!error && self->state_ == State::kOpen) self->SetReadWatermark(1);
-    });
-  }
+  if (mark > 1) ArmDeepPipelineTick();
   ReadNext();
+}
+
+// While a deep pipeline waits, every kMaxWait the read mark is lowered to one byte (no
+// reply waits longer for others to join it) and the inbox is drained (no call waits
+// longer for a read: a peer may hold its replies until it has read more requests). Armed
+// by whichever finds the pipeline deep first; DrainInbox re-arms it while it stays deep.
+void ClientConnection::ArmDeepPipelineTick() {
+  if (deep_tick_armed_) return;
+  deep_tick_armed_ = true;
+  deep_tick_timer_.expires_after(read_watermark::kMaxWait);
+  deep_tick_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+    self->deep_tick_armed_ = false;
+    if (error || self->state_ != State::kOpen) return;
+    self->SetReadWatermark(1);
+    self->DrainInbox();
+  });
 }
 
 void ClientConnection::SetReadWatermark(size_t bytes) {
@@ -497,7 +510,7 @@ void ClientConnection::Fail(Status reason, bool on_request) {
   asio::error_code ignored;
   connect_timer_.cancel();
   deadline_timer_.cancel();
-  read_watermark_timer_.cancel();
+  deep_tick_timer_.cancel();
   deadlines_.Disarmed();
   deadlines_.Clear();
   resolver_.cancel();

@@ -142,6 +142,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void ReadNow();
   void OnRead(const asio::error_code& error, size_t bytes);
   void SetReadWatermark(size_t bytes);
+  void ArmDeepPipelineTick();
   void Dispatch(codec::Frame& frame);
   void Complete(int32_t serial, const Status& status, codec::RpcReply&& reply);
   void Fail(Status reason, bool on_request = false);
@@ -153,7 +154,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer connect_timer_;
   asio::steady_timer deadline_timer_;  // the one timer for every request's deadline
-  asio::steady_timer read_watermark_timer_;  // lowers the mark after kMaxWait; see OnRead
+  asio::steady_timer deep_tick_timer_;  // see ArmDeepPipelineTick
+  bool deep_tick_armed_ = false;       // strand only
   const meta::Endpoint endpoint_;
   const ConnectionOptions options_;
   const std::shared_ptr<TlsContext> tls_;
