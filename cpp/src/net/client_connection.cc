@@ -66,7 +66,7 @@ void ClientConnection::CallFrame(std::string frame, std::chrono::milliseconds ti
     inbox_.push_back(Outgoing{std::move(frame), timeout, std::move(callback)});
     // One drain per burst: the calls that arrive before it runs ride along, and the
     // I/O thread is woken once for all of them. Behind a deep pipeline, not even once:
-    // the connection's next read drains the inbox (see DrainInbox).
+    // the connection's next read or tick drains the inbox (see DrainInbox).
     if (!std::exchange(drain_posted_, true)) post = !drained_by_reads_;
   }
   if (post) asio::post(strand_, [self = shared_from_this()] { self->DrainInbox(); });
@@ -99,7 +99,7 @@ void ClientConnection::KeepSpareFrames() {
 }
 
 // Posted by a call that found the inbox without a drain on its way, and run after every
-// read, deadline sweep and failure. While a deep pipeline waits (read_watermark.h), calls
+// read, deep-pipeline tick and failure. While a deep pipeline waits (read_watermark.h), calls
 // post nothing: waking the I/O thread for each send was a tenth of a sender's time, and
 // the frames would only queue behind hundreds of others. They leave with the next read,
 // or with the deep pipeline's tick (ArmDeepPipelineTick), within a millisecond either way.
@@ -178,7 +178,6 @@ void ClientConnection::OnDeadlineTimer(const asio::error_code&) {
   if (state_ != State::kClosed) {
     if (const auto earliest = deadlines_.Earliest()) ArmDeadlineTimer(*earliest);
   }
-  DrainInbox();
 }
 
 Status ClientConnection::TimeoutStatus(std::chrono::milliseconds timeout) const {
@@ -422,8 +421,7 @@ void ClientConnection::OnRead(const asio::error_code& error, size_t bytes) {
   if (state_ != State::kOpen) return;
   // A deep pipeline's replies wake the next read in groups (read_watermark.h).
   const size_t mark = read_watermark::Supported() ? read_watermark::For(pending_.size()) : 1;
-  SetReadWatermark(mark);
-  if (mark > 1) ArmDeepPipelineTick();
+  SetReadWatermark(mark);  // a mark above one byte: DrainInbox armed the tick that lowers it
   ReadNext();
 }
 

@@ -170,7 +170,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::mutex inbox_mutex_;
   std::vector<Outgoing> inbox_;   // guarded by inbox_mutex_
   bool drain_posted_ = false;     // guarded by inbox_mutex_
-  bool drained_by_reads_ = false;  // guarded by inbox_mutex_; see DrainInbox
+  bool drained_by_reads_ = false;  // guarded by inbox_mutex_; reads or the tick drain it
   std::vector<Outgoing> draining_;  // strand only; keeps the inbox's capacity
   static constexpr size_t kMaxFramesPerWrite = 64;
   std::deque<std::string> write_queue_;  // frames waiting for the next write
