@@ -10,6 +10,7 @@ namespace tubemq::bindings {
 void RegisterErrors(py::module_& module);
 void RegisterLogging(py::module_& module);
 void RegisterService(py::module_& module);
+void RegisterDeliveryBatch(py::module_& module);
 void RegisterProducer(py::module_& module);
 void RegisterMessages(py::module_& module);
 void RegisterMessageCursor(py::module_& module);
@@ -17,6 +18,7 @@ void RegisterConsumer(py::module_& module);
 void RegisterInLong(py::module_& module);
 void RegisterNames(py::module_& module);
 void RegisterSendHandle(py::module_& module);
+void RegisterSendShortcut(py::module_& module);
 }  // namespace tubemq::bindings
 
 PYBIND11_MODULE(_core, module) {
@@ -25,6 +27,7 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterErrors(module);
   tubemq::bindings::RegisterLogging(module);
   tubemq::bindings::RegisterService(module);
+  tubemq::bindings::RegisterDeliveryBatch(module);
   tubemq::bindings::RegisterProducer(module);
   tubemq::bindings::RegisterMessages(module);
   tubemq::bindings::RegisterMessageCursor(module);
@@ -32,4 +35,5 @@ PYBIND11_MODULE(_core, module) {
   tubemq::bindings::RegisterInLong(module);
   tubemq::bindings::RegisterNames(module);
   tubemq::bindings::RegisterSendHandle(module);
+  tubemq::bindings::RegisterSendShortcut(module);
 }

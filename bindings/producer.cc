@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "deliveries.h"
+#include "delivery_batch.h"
 #include "errors.h"
+#include "producer.h"
 #include "text.h"
 #include "tubemq/producer.h"
 #include "wait.h"
@@ -21,7 +23,6 @@
 namespace py = pybind11;
 
 namespace tubemq::bindings {
-namespace {
 
 
 // Owns the native producer so that its destruction (which may wait briefly for an
@@ -133,23 +134,17 @@ class PyProducer {
     WithoutGil(hand_off);
   }
 
-  py::list DrainDeliveries(double wait_s, size_t max) {
-    std::vector<Delivery> items = WithoutGil([&] {
-      return deliveries_->Drain(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)),
-                                max);
+  DeliveryBatch DrainDeliveries(double wait_s, size_t max) {
+    return WithoutGil([&] {
+      return DeliveryBatch{deliveries_->Drain(
+          std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)), max)};
     });
-    py::list out;
-    for (Delivery& item : items) {
-      py::object result = item.status.ok() ? py::cast(std::move(item.result)) : py::none();
-      out.append(py::make_tuple(item.token, item.status.code_value(),
-                                DiagnosticText(item.status.message()), result));
-    }
-    return out;
   }
 
   void DeliveriesSettled() { WithoutGil([&] { deliveries_->Settled(); }); }
   void WakeDeliveries() { deliveries_->Wake(); }
   Producer& native() { return *producer_; }
+  const Producer& native() const { return *producer_; }
 
  private:
   // A place for one more send, as `has_place(wait)` reports it: waited for in slices
@@ -196,6 +191,18 @@ class PyProducer {
   std::shared_ptr<DeliveryQueue> deliveries_;
   pid_t creator_pid_;
 };
+
+PyProducer& ProducerOf(py::handle object) { return object.cast<PyProducer&>(); }
+
+bool CanSend(const PyProducer& producer) {
+  return producer.native().Usable().ok();
+}
+
+void QueueSend(PyProducer& producer, OutgoingMessage message, uint64_t token, bool block) {
+  producer.SendAsync(std::move(message), token, block);
+}
+
+namespace {
 
 OutgoingMessage MakeMessage(std::string topic, const py::buffer& value,
                             std::optional<std::string> key,
@@ -322,7 +329,7 @@ void RegisterProducer(py::module_& module) {
           py::arg("partition") = py::none())
       .def("drain_deliveries", &PyProducer::DrainDeliveries, py::arg("wait_s"),
            py::arg("max_items") = 10000,
-           "Waits up to wait_s; returns (token, code, message, SendResult|None) tuples.")
+           "Waits up to wait_s; returns a DeliveryBatch of at most max_items outcomes.")
       .def("deliveries_settled", &PyProducer::DeliveriesSettled,
            "The batch drain_deliveries() returned last is settled: its room is free.")
       .def("wake_deliveries", &PyProducer::WakeDeliveries)

@@ -14,6 +14,8 @@
 // CPython makes every class a `class` statement creates GC-tracked (even with
 // `__slots__ = ()` over an untracked base; checked on 3.9 to 3.11), so the instances of
 // a subclass would be tracked again.
+#include "send_handle.h"
+
 #include <pybind11/pybind11.h>
 #include <structmember.h>
 
@@ -96,6 +98,20 @@ PyType_Spec handle_spec = {
 };
 
 }  // namespace
+
+// The type is known by its deallocator, which no other type has: no pointer to the type
+// needs keeping anywhere.
+bool IsSendHandle(PyObject* object) {
+  return Py_TYPE(object)->tp_dealloc == HandleDealloc;
+}
+
+void CompleteSendHandle(PyObject* self, bool succeeded, int code, PyObject* outcome) {
+  SendHandleObject* handle = AsHandle(self);
+  Py_INCREF(outcome);
+  Py_SETREF(handle->outcome, outcome);
+  handle->code = succeeded ? 0 : code;
+  handle->status = succeeded ? 1 : 2;
+}
 
 void RegisterSendHandle(py::module_& module) {
   PyObject* type = PyType_FromSpec(&handle_spec);

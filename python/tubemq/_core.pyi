@@ -1,6 +1,6 @@
 """Type stubs of the private native module ``tubemq._core`` (use the ``tubemq`` package)."""
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, ClassVar, final
 
 from typing_extensions import Self
@@ -45,6 +45,50 @@ class ClientConfig:
     def __init__(self) -> None: ...
 
 def master_list_problem(masters: str) -> str: ...
+
+@final
+class SendShortcut:
+    """The common case of Producer.send_async(), natively (bindings/send_shortcut.cc)."""
+
+    def __new__(
+        cls,
+        native: Producer,
+        tracker: Any,
+        handle_type: type[SendHandle],
+        checked: Callable[..., SendHandle | None],
+        block: bool,
+    ) -> Self: ...
+    def queue(
+        self,
+        owner: Any,
+        topic: object,
+        value: object,
+        key: object,
+        attrs: object,
+        msg_type: object,
+        msg_time: object,
+        callback: Any,
+        partition: object,
+        with_handle: bool,
+    ) -> SendHandle | None: ...
+    def retire(self) -> None: ...
+
+class DeliveryBatch:
+    def __len__(self) -> int: ...
+
+# An outcome made in Python: token, code, text, SendResult (None when failed).
+_Outcome = tuple[int, int, str, Any]
+
+def settle_deliveries(
+    batch: DeliveryBatch | Sequence[_Outcome],
+    pending: dict[int, Any],
+    callbacks: dict[int, Any],
+    waiters: dict[int, Any],
+    done_callbacks: dict[int, Any],
+) -> tuple[list[tuple[Any, list[Any], Any, int, str, SendResult | None]], int]: ...
+def forget_deliveries(
+    batch: DeliveryBatch | Sequence[_Outcome], pending: dict[int, Any]
+) -> None: ...
 
 class ProducerOptions:
     max_in_flight: int
@@ -128,9 +172,7 @@ class Producer:
         block: bool,
         partition: str | None = None,
     ) -> None: ...
-    def drain_deliveries(
-        self, wait_s: float, max_items: int = ...
-    ) -> list[tuple[int, int, str, SendResult | None]]: ...
+    def drain_deliveries(self, wait_s: float, max_items: int = ...) -> DeliveryBatch: ...
     def deliveries_settled(self) -> None: ...
     def wake_deliveries(self) -> None: ...
     def in_flight(self) -> int: ...

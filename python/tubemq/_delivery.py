@@ -3,10 +3,10 @@
 Each producer that has sent asynchronously owns one daemon thread, ``tubemq-delivery``,
 started with its first ``send_async()``. It waits on the producer's native delivery
 queue with the GIL released and, for every outcome, completes the send's
-:class:`~tubemq._handle.SendHandle` (if it has one), runs the handle's done-callbacks and
-then calls its delivery callback. So callbacks run on that thread, one at a time, in
-completion order, never while a native lock is held. A callback that raises is logged
-and does not stop the others.
+:class:`~tubemq._handle.SendHandle` (if it has one that anybody can still look at), runs
+the handle's done-callbacks and then calls its delivery callback. So callbacks run on
+that thread, one at a time, in completion order, never while a native lock is held. A
+callback that raises is logged and does not stop the others.
 
 Per pending send the tracker keeps one dict entry (token to handle, or to None when the
 caller wanted only a callback) and, only when a callback was given, one entry in a
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from tubemq import _core
-from tubemq._handle import HandleBoard, SendHandle, run_done_callback, settle
+from tubemq._handle import HandleBoard, SendHandle, run_done_callback
 from tubemq.errors import TubeMQError, error_from_code
 
 DeliveryCallback = Callable[[Optional[TubeMQError], Optional[_core.SendResult]], Any]
@@ -44,16 +44,9 @@ _CLOSED_FIRST = (
     "the producer closed before the broker answered; the message may be stored, so "
     "sending it again may store it twice"
 )
-# What runs after a batch's lock round: a handle, its done-callbacks, the delivery
-# callback, and the outcome (code, text, SendResult or None).
-_Work = tuple[
-    Optional[SendHandle],
-    list[Callable[[SendHandle], object]],
-    Optional[DeliveryCallback],
-    int,
-    str,
-    Any,
-]
+# An outcome made in Python (close() fails what it did not wait for): token, code,
+# text, and the SendResult (None when failed), as a drained DeliveryBatch holds them.
+_Outcome = tuple[int, int, str, Any]
 
 
 class DeliveryTracker:
@@ -77,7 +70,10 @@ class DeliveryTracker:
     def register(
         self, callback: DeliveryCallback | None, handle: bool = True
     ) -> tuple[int, SendHandle | None]:
-        """A token, and a handle unless ``handle`` is False, for a send about to be queued."""
+        """A token, and a handle unless ``handle`` is False, for a send about to be queued.
+
+        The native send shortcut (bindings/send_shortcut.cc) registers the sends it
+        queues itself, on these same tables, in the same steps: keep the two alike."""
         token = next(self._tokens)
         made = SendHandle(self._board, token) if handle else None
         # No lock: each store is atomic, and nothing looks for this token before the send
@@ -160,26 +156,17 @@ class DeliveryTracker:
                     [(token, _OUTCOME_UNKNOWN, _CLOSED_FIRST, None) for token in leftovers]
                 )
 
-    def _complete_all(self, deliveries: list[tuple[int, int, str, Any]]) -> None:
+    def _complete_all(self, deliveries: _core.DeliveryBatch | list[_Outcome]) -> None:
         # At most two lock rounds for a whole drained batch, not two per send: the lock
         # and the waiters' wake-ups were a large share of the async send path's cost.
-        # Handles are settled under it (add_done_callback() decides under it too);
-        # callbacks run between the rounds, never under it. A send leaves `_pending`
-        # only after its callbacks ran, so flush() returning means they have.
-        missing = _MISSING
-        work: list[_Work] = []
+        # Handles are settled under it, natively (add_done_callback() decides under it
+        # too); callbacks run between the rounds, never under it. A send leaves
+        # `_pending` only after its callbacks ran, so flush() returning means they have.
+        board = self._board
         with self._changed:
-            get = self._pending.get
-            callbacks = self._callbacks
-            board = self._board
-            for token, code, message, result in deliveries:
-                handle = get(token, missing)
-                if handle is missing:
-                    continue  # completed already (closing) or never queued
-                done = settle(board, handle, code, message, result) if handle is not None else []
-                callback = callbacks.pop(token, None) if callbacks else None
-                if done or callback is not None:
-                    work.append((handle, done, callback, code, message, result))
+            work, settling = _core.settle_deliveries(
+                deliveries, self._pending, self._callbacks, board.waiters, board.done_callbacks
+            )
             # The batch's futures are complete: its room in the native queue is given
             # back now, with this lock held, so a sender never sees room that the
             # in-flight count (pending()) does not show yet, nor the reverse.
@@ -187,7 +174,7 @@ class DeliveryTracker:
             if not work:
                 self._forget_all(deliveries)
                 return
-            self._settling = sum(1 for delivery in deliveries if delivery[0] in self._pending)
+            self._settling = settling
             self._changed.notify_all()  # result() need not wait for the callbacks
         for handle, done, callback, code, message, result in work:
             if handle is not None:
@@ -202,12 +189,7 @@ class DeliveryTracker:
         with self._changed:
             self._forget_all(deliveries)
 
-    def _forget_all(self, deliveries: list[tuple[int, int, str, Any]]) -> None:
-        pop = self._pending.pop
-        for delivery in deliveries:
-            pop(delivery[0], None)
+    def _forget_all(self, deliveries: _core.DeliveryBatch | list[_Outcome]) -> None:
+        _core.forget_deliveries(deliveries, self._pending)
         self._settling = 0
         self._changed.notify_all()
-
-
-_MISSING: Any = object()

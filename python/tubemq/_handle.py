@@ -36,7 +36,7 @@ from tubemq.errors import TubeMQError, error_from_code
 
 _log = logging.getLogger("tubemq.delivery")
 
-PENDING, SUCCEEDED, FAILED = 0, 1, 2
+PENDING, SUCCEEDED, FAILED = 0, 1, 2  # as CompleteSendHandle (bindings/send_handle.cc) writes them
 
 
 class HandleBoard:
@@ -206,31 +206,6 @@ def _install() -> None:
 
 
 _install()
-
-
-def settle(
-    board: HandleBoard, handle: SendHandle, code: int, message: str, result: Any
-) -> list[Callable[[SendHandle], object]]:
-    """Records a handle's outcome; returns its done-callbacks to run. Called with the
-    board's condition held (the one round the delivery thread takes per batch)."""
-    # The status last: result() reads it without the lock, then the outcome.
-    if result is not None:
-        handle._outcome = result
-        handle._status = SUCCEEDED
-    else:
-        handle._code = code
-        handle._outcome = message
-        handle._status = FAILED
-    token = handle._token
-    if board.waiters:
-        for waiter in board.waiters.pop(token, ()):
-            if result is not None:
-                waiter.add_result(handle)
-            else:
-                waiter.add_exception(handle)
-    if board.done_callbacks:
-        return board.done_callbacks.pop(token, [])
-    return []
 
 
 def run_done_callback(fn: Callable[[SendHandle], object], handle: SendHandle) -> None:

@@ -179,6 +179,12 @@ class Producer:
         )
         self._native: _core.Producer | None = native
         self._deliveries = DeliveryTracker(native)
+        # send_async() and produce() queue a send that needs no checking natively; any
+        # other goes through _queue (bindings/send_shortcut.cc). The shortcut is given
+        # the function, not a bound method, so that it never refers back to the facade.
+        self._shortcut = _core.SendShortcut(
+            native, self._deliveries, _core.SendHandle, Producer._queue, self._block
+        )
         # A producer dropped without close(): its delivery thread (which holds the
         # native producer) ends once the facade is collected, so the native producer is
         # destroyed (a brief best-effort close) instead of living on with a thread.
@@ -297,8 +303,8 @@ class Producer:
         ``block_on_full=False``: :class:`QueueFullError`) raise here; every other failure
         arrives through the handle and the callback.
         """
-        handle = self._queue(
-            topic, value, key, attrs, msg_type, msg_time, callback, partition, True
+        handle = self._shortcut.queue(
+            self, topic, value, key, attrs, msg_type, msg_time, callback, partition, True
         )
         assert handle is not None  # asked for one
         return handle
@@ -322,7 +328,9 @@ class Producer:
         keep but the callback you pass (share one function rather than making a closure
         per message). :meth:`flush` waits for these sends as for any other.
         """
-        self._queue(topic, value, key, attrs, msg_type, msg_time, on_delivery, partition, False)
+        self._shortcut.queue(
+            self, topic, value, key, attrs, msg_type, msg_time, on_delivery, partition, False
+        )
 
     def _queue(
         self,
@@ -336,6 +344,8 @@ class Producer:
         partition: Partition,
         with_handle: bool,
     ) -> SendHandle | None:
+        """The checked path of send_async() and produce(): every send the native shortcut
+        does not take itself comes here, and every argument error is raised here."""
         message = _message_arguments(topic, value, key, attrs, msg_type, msg_time)
         _check_partition(partition, key)
         check_callable(callback, "on_delivery" if not with_handle else "callback")
@@ -380,6 +390,7 @@ class Producer:
         if self._stats is not None:
             self._stats.stop()
         self._native = None
+        self._shortcut.retire()
         _lifecycle.untrack(self)
         try:
             if seconds is None:

@@ -130,3 +130,49 @@ def test_asyncio_send_and_its_failure(master, topics):
             return len({result.message_id for result in results}), info.value.code
 
     assert asyncio.run(scenario()) == (50, 443)
+
+
+def test_common_sends_are_queued_natively_and_the_others_on_the_checked_path(
+    master, topics, monkeypatch
+):
+    # The native shortcut (bindings/send_shortcut.cc) takes the sends that need no check
+    # beyond a type test; every other send goes through Producer._queue, which alone
+    # raises argument errors. Both store the message the same way.
+    checked: list[object] = []
+    original = tubemq.Producer._queue
+
+    def counting(self, topic, value, *rest):
+        checked.append(value)
+        return original(self, topic, value, *rest)
+
+    monkeypatch.setattr(tubemq.Producer, "_queue", counting)  # before the producer exists
+    delivered: list[object] = []
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[5])
+        common = [
+            client.send_async(topics[5], b"plain"),
+            client.send_async(
+                topics[5],
+                bytearray(b"all"),
+                key="k",
+                attrs={"a": "1"},
+                msg_type="t",
+                callback=lambda error, result: delivered.append(error),
+            ),
+        ]
+        client.produce(topics[5], b"no handle", on_delivery=lambda e, r: delivered.append(e))
+        assert checked == []
+        other = [
+            client.send_async(topics[5], memoryview(b"a view")),
+            client.send_async(topics[5], b"wide attribute", attrs={"clé": "été"}),
+            client.send_async(topics[5], b"pinned", partition=0),
+        ]
+        assert checked == [memoryview(b"a view"), b"wide attribute", b"pinned"]
+        with pytest.raises(tubemq.ArgumentTypeError) as info:
+            client.send_async(topics[5], "text")
+        assert info.value.key == "value"
+        assert all(handle.result(timeout=10).message_id >= 0 for handle in common + other)
+        assert client.flush(timeout=10) == 0
+        assert delivered == [None, None]
+    with pytest.raises(tubemq.ClientClosedError):
+        client.send_async(topics[5], b"after close")

@@ -138,6 +138,26 @@ def test_done_callbacks_before_and_after_completion(tracked):
     ]
 
 
+def test_a_dropped_handle_still_completes_for_its_done_callback_and_delivery_callback(tracked):
+    # A handle nobody holds is settled by forgetting it (nobody can look at it), unless
+    # something registered for it: a done-callback gets a completed handle, and the
+    # delivery callback its outcome.
+    native, tracker = tracked
+    seen: list[object] = []
+    token, handle = _send(tracker, callback=lambda error, result: seen.append((error, result)))
+    handle.add_done_callback(lambda h: seen.append(h.result()))
+    del handle
+    failed_token, failed = _send(tracker)
+    failed.add_done_callback(lambda h: seen.append(type(h.exception()).__name__))
+    del failed
+    quiet_token, _ = _send(tracker)  # dropped at once, with nothing registered
+    native.answer(token, result="stored")
+    native.answer(failed_token, code=443, text="topic not published")
+    native.answer(quiet_token, result="stored")
+    assert tracker.wait_empty(5) == 0
+    assert seen == ["stored", (None, "stored"), "InvalidMessageError"]
+
+
 def test_concurrent_futures_wait_and_as_completed_accept_handles(tracked):
     native, tracker = tracked
     sends = [_send(tracker) for _ in range(6)]
