@@ -171,6 +171,41 @@ TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 2);
 }
 
+// A 200 that read to the end of the index, with `messages` messages.
+FetchOutcome CaughtUp(int64_t messages) {
+  FetchOutcome read;
+  read.batch_bytes = 100 * messages;
+  read.messages = messages;
+  read.caught_up = true;
+  return read;
+}
+
+TEST(PartitionPacer, ABusyPartitionThatCaughtUpRestsUnderAMillisecond) {
+  using std::chrono::microseconds;
+  EXPECT_EQ(CaughtUpRest(CaughtUp(2), 400), kCaughtUpRest);
+  EXPECT_EQ(CaughtUpRest(CaughtUp(40), 400), microseconds(600));
+  // A trickle, one message per batch: fetched again at once, as is a partition whose
+  // index holds more to read (data waiting), or one the broker let escape flow control.
+  EXPECT_EQ(CaughtUpRest(CaughtUp(1), 400), microseconds(0));
+  FetchOutcome behind = CaughtUp(40);
+  behind.caught_up = false;
+  EXPECT_EQ(CaughtUpRest(behind, 400), microseconds(0));
+  FetchOutcome escaped = CaughtUp(40);
+  escaped.escaped = true;
+  EXPECT_EQ(CaughtUpRest(escaped, 400), microseconds(0));
+  // Never longer than the ceiling a user set (msg_not_found_wait_ms), nor for a refusal.
+  EXPECT_EQ(CaughtUpRest(CaughtUp(40), 0), microseconds(0));
+  FetchOutcome refused = CaughtUp(40);
+  refused.code = 404;
+  EXPECT_EQ(CaughtUpRest(refused, 400), microseconds(0));
+  // The pacer itself still says "at once" for such a batch, and its empty streak starts
+  // afresh: the rest is taken before an empty fetch, not counted as one.
+  PartitionPacer pacer(false);
+  for (int i = 0; i < 5; ++i) pacer.DelayAfter(Empty(), NoRules(), i);
+  EXPECT_EQ(pacer.DelayAfter(CaughtUp(3), NoRules(), 10), 0);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 11), 1);
+}
+
 // A 200 that found only the neighbouring partitions' entries of a shared store, at the
 // end of the index: nothing new, paced as an empty fetch, yet still bound by the limits.
 FetchOutcome NothingNew() {

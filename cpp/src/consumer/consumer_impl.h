@@ -55,7 +55,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   Status Confirm(const std::string& confirm_context, bool consumed, CommitRoute route);
   // How long a confirmed partition rests before its next fetch (§6.5): the pacing its
   // last fetch called for, less the time the application spent on the batch.
-  std::chrono::milliseconds PacingDelayAfterConfirm(const std::string& key,
+  std::chrono::microseconds PacingDelayAfterConfirm(const std::string& key,
                                                     const std::string& topic);
   void Close(Done done) { session_.Close(std::move(done)); }
   // Assigned partitions only (assigned_membership.h); otherwise kInvalidArgument.
@@ -118,11 +118,11 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // After a fetch that brought nothing for the application (its batch settled): rests
   // the partition in use and fetches it again from the I/O thread when the rest is
   // short, else gives it back to the pollers with the rest.
-  void RestAfterNothing(const std::string& key, uint64_t token, std::chrono::milliseconds rest);
+  void RestAfterNothing(const std::string& key, uint64_t token, std::chrono::microseconds rest);
   // On the I/O thread: fetches the partition (resting in use in the cache) again once
   // `rest` is over (FetchAgain).
   void RefetchAfterRest(const std::string& key, uint64_t token,
-                        std::chrono::milliseconds rest);
+                        std::chrono::microseconds rest);
   // Ends a rest in use: the partition's next fetch, unless the cache says otherwise.
   void FetchAgain(const std::string& key, uint64_t token);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
@@ -133,7 +133,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // for; stores the answer's offsets, then releases the partition to rest `delay`.
   // `already_counted`: the commit rode on the fetch before and was counted then.
   void CommitHeld(const meta::Partition& partition, uint64_t token,
-                  std::chrono::milliseconds delay, bool already_counted);
+                  std::chrono::microseconds delay, bool already_counted);
   // A commit left to ride on the partition's next fetch; taken (true once) when a fetch
   // reply came back, which then carried it.
   void RideCommit(const std::string& key);

@@ -249,7 +249,9 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
   batch.messages = std::move(fetched.messages);
   const int64_t bytes = fetched.payload_bytes;
   outcome.batch_bytes = bytes;
-  if (batch.messages.empty() && fetched.corrupt == 0 && ReadToIndexEnd(fetched)) {
+  outcome.messages = static_cast<int64_t>(batch.messages.size());
+  outcome.caught_up = ReadToIndexEnd(fetched);
+  if (batch.messages.empty() && fetched.corrupt == 0 && outcome.caught_up) {
     // Only other partitions' entries (or messages the local filters dropped) up to the
     // end of the index: paced as an empty fetch, with 404's delay.
     outcome.nothing_new = true;
@@ -272,7 +274,7 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
 }
 
 void Consumer::Impl::RestAfterNothing(const std::string& key, uint64_t token,
-                                      std::chrono::milliseconds rest) {
+                                      std::chrono::microseconds rest) {
   if (rest > kLongestRestOnIoThread || !cache_.RestInUse(key, token)) {
     cache_.Release(key, token, /*last_pack_consumed=*/true, rest);
   } else if (rest.count() == 0) {
@@ -292,7 +294,7 @@ void Consumer::Impl::FetchAgain(const std::string& key, uint64_t token) {
 }
 
 void Consumer::Impl::RefetchAfterRest(const std::string& key, uint64_t token,
-                                      std::chrono::milliseconds rest) {
+                                      std::chrono::microseconds rest) {
   auto timer = std::make_shared<asio::steady_timer>(engine_->io(), rest);
   std::weak_ptr<Impl> weak = shared_from_this();
   timer->async_wait([timer, weak, key, token](const asio::error_code&) {
@@ -323,7 +325,7 @@ void Consumer::Impl::CommitUnseen(const meta::Partition& partition, uint64_t tok
 }
 
 void Consumer::Impl::CommitHeld(const meta::Partition& partition, uint64_t token,
-                                std::chrono::milliseconds delay, bool already_counted) {
+                                std::chrono::microseconds delay, bool already_counted) {
   const std::string key = partition.Key();
   const pb::CommitOffsetRequestC2B request = CommitRequest(partition, true);
   // Not waited for: this runs on the I/O thread. The partition stays in use until the
@@ -395,11 +397,11 @@ Status Consumer::Impl::Confirm(const std::string& confirm_context, bool consumed
   return status;
 }
 
-std::chrono::milliseconds Consumer::Impl::PacingDelayAfterConfirm(const std::string& key,
+std::chrono::microseconds Consumer::Impl::PacingDelayAfterConfirm(const std::string& key,
                                                                   const std::string& topic) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto booked = booked_.find(key);
-  if (booked == booked_.end()) return std::chrono::milliseconds(0);
+  if (booked == booked_.end()) return std::chrono::microseconds(0);
   flowctrl::FetchOutcome outcome = booked->second.outcome;
   outcome.processing_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - booked->second.replied)
@@ -407,7 +409,8 @@ std::chrono::milliseconds Consumer::Impl::PacingDelayAfterConfirm(const std::str
   auto pacer = pacers_.try_emplace(key, !options_.topics.at(topic).empty()).first;
   const int64_t delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
   booked_.erase(booked);
-  return std::chrono::milliseconds(delay);
+  if (delay > 0) return std::chrono::milliseconds(delay);
+  return flowctrl::CaughtUpRest(outcome, options_.msg_not_found_wait_ms);
 }
 
 }  // namespace tubemq

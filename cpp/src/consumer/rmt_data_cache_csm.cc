@@ -208,7 +208,7 @@ bool RmtDataCacheCsm::Park(Parked parked) {
 }
 
 bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_pack_consumed,
-                              std::chrono::milliseconds delay) {
+                              std::chrono::microseconds delay) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!ReleaseLocked(key, token, last_pack_consumed, delay)) return false;
@@ -219,7 +219,7 @@ bool RmtDataCacheCsm::Release(const std::string& key, uint64_t token, bool last_
 }
 
 bool RmtDataCacheCsm::ReleaseLocked(const std::string& key, uint64_t token,
-                                    bool last_pack_consumed, std::chrono::milliseconds delay) {
+                                    bool last_pack_consumed, std::chrono::microseconds delay) {
   const auto booking = in_use_.find(key);
   if (booking == in_use_.end() || booking->second.token != token) return false;
   in_use_.erase(booking);

@@ -100,7 +100,7 @@ class RmtDataCacheCsm {
   // Gives an in-use partition back after `delay` (at once if 0). Ignored, and
   // false, unless `token` is the partition's current booking.
   bool Release(const std::string& key, uint64_t token, bool last_pack_consumed,
-               std::chrono::milliseconds delay);
+               std::chrono::microseconds delay);
   bool IsInUse(const std::string& key, uint64_t token) const;
 
   // After an empty fetch: the partition keeps its booking, with nothing out (the reply
@@ -159,7 +159,7 @@ class RmtDataCacheCsm {
   // Whether one more fetch fits within `ahead_bytes` (see WaitNext).
   bool RoomForFetchLocked(int64_t ahead_bytes) const;
   bool ReleaseLocked(const std::string& key, uint64_t token, bool last_pack_consumed,
-                     std::chrono::milliseconds delay);
+                     std::chrono::microseconds delay);
   void ForgetLocked(const std::string& key);
   void DropParkedLocked(const std::string& key);
 

@@ -19,6 +19,14 @@ int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
   return std::min(ceiling_ms, int64_t{1} << shift);
 }
 
+std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms) {
+  const bool busy_and_caught_up = outcome.code == 200 && !outcome.escaped &&
+                                  !outcome.nothing_new && outcome.caught_up &&
+                                  outcome.messages >= kCaughtUpMessages;
+  if (!busy_and_caught_up) return std::chrono::microseconds(0);
+  return std::min<std::chrono::microseconds>(kCaughtUpRest, std::chrono::milliseconds(ceiling_ms));
+}
+
 int64_t QuietWait(int64_t quiet_ms, int64_t ceiling_ms) {
   if (quiet_ms < kActiveWindowMs) return 0;
   return std::min(quiet_ms / kQuietWaitDivisor, ceiling_ms);

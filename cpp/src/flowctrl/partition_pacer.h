@@ -3,6 +3,7 @@
 // consecutive empty fetches, the last known lag) and the delay each release gets.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -23,6 +24,10 @@ struct FetchOutcome {
   // shared store) and read to the end of the index: "nothing new", as a 404 is, but
   // still a 200 for the byte limits. `default_delay_ms` is then 404's.
   bool nothing_new = false;
+  // A 200 that read to the end of the index (within a few entries): the partition has
+  // caught up with its store. With `messages`, the messages it brought.
+  bool caught_up = false;
+  int64_t messages = 0;
 };
 
 // The rest after `empty_fetches` consecutive fetches found nothing new, when no
@@ -42,6 +47,21 @@ int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms);
 inline constexpr int64_t kActiveWindowMs = 50;
 inline constexpr int64_t kQuietWaitDivisor = 4;
 int64_t QuietWait(int64_t quiet_ms, int64_t ceiling_ms);
+
+// The rest after a batch that caught up with its store and brought at least
+// kCaughtUpMessages messages, when DelayAfter() gave none: kCaughtUpRest, at most the
+// `ceiling_ms` of msg_not_found_wait_ms; else none. Such a partition is busy, but a
+// fetch at once would most likely come back empty: the rest is the first, sub-millisecond
+// step of the back-off, taken before the empty fetch rather than after it. At 10 000
+// msg/s over 4 partitions, fetching at once made 0.75 fetches per message and the broker
+// used 74-76 % of a core (the latency-tuned Java client: 0.33, 64-66 %); resting 600 us,
+// 0.30 and 58-64 %, with the median latency 0.2-0.4 ms higher and p99 no higher. A
+// trickle (one message per batch) does not rest: there the next message is far off,
+// and the fetch at once, whose empty reply starts the back-off, is what keeps it prompt
+// (1 000 msg/s: p50 1.08 ms either way).
+inline constexpr std::chrono::microseconds kCaughtUpRest{600};
+inline constexpr int64_t kCaughtUpMessages = 2;
+std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms);
 
 class PartitionPacer {
  public:
