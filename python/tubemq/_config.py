@@ -697,7 +697,9 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         _NATIVE_CONSUMER.msg_not_found_wait_ms,
         "The longest a partition without new data rests before it is fetched again: "
         "after an empty fetch it is fetched again at once, then after 1 ms, 2 ms, 4 ms ... "
-        "up to this (unless a flow-control frequency rule says otherwise).",
+        "up to this (unless a flow-control frequency rule says otherwise). A busy partition "
+        "that caught up (a batch of 2 or more messages that read to the end of the store) "
+        "rests 0.6 ms, at most this, before its next fetch.",
         min=0,
         max=60000,
     ),
