@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import configparser
 import json
-import subprocess
-import sys
 from dataclasses import asdict
 
 import pytest
@@ -200,34 +198,6 @@ def test_state_of_a_one_node_cluster_from_before_topologies_still_loads(tmp_path
     with pytest.raises(ClusterError, match="no node 'broker-2'"):
         cluster.node("broker-2")
     assert not cluster.is_running()
-
-
-def test_a_cluster_made_from_its_workdir_stops_what_runs_there(tmp_path):
-    # LocalCluster(workdir), not LocalCluster.load(workdir), as a user writes it: down()
-    # must stop the nodes the workdir's state names. Stand-ins carry the main class in
-    # their command line, which is how down() knows a node from another process.
-    stand_ins = [
-        subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(60)", main_class],
-        )
-        for main_class in (
-            "org.apache.inlong.tubemq.server.tools.MasterStartup",
-            "org.apache.inlong.tubemq.server.tools.BrokerStartup",
-        )
-    ]
-    try:
-        pids = {"master": stand_ins[0].pid, "broker": stand_ins[1].pid}
-        state = {"ports": asdict(PORTS), "pids": pids, "topics": ["a1"]}
-        (tmp_path / "cluster.json").write_text(json.dumps(state))
-        cluster = LocalCluster(tmp_path)
-        assert cluster.ports == PORTS
-        cluster.down()
-        assert [process.wait(timeout=10) for process in stand_ins] == [-15, -15]
-    finally:
-        for process in stand_ins:
-            process.kill()
-            process.wait()
-    assert LocalCluster(tmp_path / "nothing here")._state == {}
 
 
 def test_a_bigger_cluster_prints_every_master_and_broker(tmp_path):
