@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import configparser
 import json
+import subprocess
+import sys
+import time
 from dataclasses import asdict
 
 import pytest
@@ -12,6 +15,7 @@ from tubemq.cluster import ClusterError, LocalCluster
 from tubemq.cluster.cli import main as cluster_main
 from tubemq.cluster.config_files import BrokerNode, MasterNode, Ports, Topology, write_config
 from tubemq.cluster.local_cluster import _broker_hosts
+from tubemq.cluster.process import BROKER_CLASS, MASTER_CLASS, is_alive
 from tubemq.cluster.tls_keys import TlsFiles
 
 PORTS = Ports(
@@ -198,6 +202,37 @@ def test_state_of_a_one_node_cluster_from_before_topologies_still_loads(tmp_path
     with pytest.raises(ClusterError, match="no node 'broker-2'"):
         cluster.node("broker-2")
     assert not cluster.is_running()
+
+
+def test_a_cluster_made_from_its_workdir_stops_what_runs_there(tmp_path):
+    # LocalCluster(workdir), not LocalCluster.load(workdir), as a user writes it: down()
+    # must stop the nodes the workdir's state names. Stand-ins carry the main class in
+    # their command line, which is how down() knows a node from another process.
+    stand_ins = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)", main_class],
+        )
+        for main_class in (MASTER_CLASS, BROKER_CLASS)
+    ]
+    try:
+        pids = {"master": stand_ins[0].pid, "broker": stand_ins[1].pid}
+        # Popen returns once the child has exec'd (vfork), but the kernel may not yet show
+        # its new command line; down() would then rightly take it for another program.
+        for pid, main_class in zip(pids.values(), (MASTER_CLASS, BROKER_CLASS)):
+            deadline = time.monotonic() + 10
+            while not is_alive(pid, main_class) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        state = {"ports": asdict(PORTS), "pids": pids, "topics": ["a1"]}
+        (tmp_path / "cluster.json").write_text(json.dumps(state))
+        cluster = LocalCluster(tmp_path)
+        assert cluster.ports == PORTS
+        cluster.down()
+        assert [process.wait(timeout=10) for process in stand_ins] == [-15, -15]
+    finally:
+        for process in stand_ins:
+            process.kill()
+            process.wait()
+    assert LocalCluster(tmp_path / "nothing here")._state == {}
 
 
 def test_a_bigger_cluster_prints_every_master_and_broker(tmp_path):

@@ -56,7 +56,15 @@ class LocalCluster:
 
     def __init__(self, workdir: Path | str) -> None:
         self.workdir = Path(workdir).resolve()
+        # A workdir that holds a cluster's state describes that cluster, so that
+        # LocalCluster(workdir).down() stops what runs there, as `tubemq cluster down`
+        # does (with an empty state it did nothing, silently). State that cannot be read
+        # is left to load() and up() to report.
         self._state: dict[str, Any] = {}
+        try:
+            self._state = json.loads((self.workdir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            pass
 
     # -- addresses ---------------------------------------------------------------------
     @property
