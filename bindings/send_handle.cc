@@ -37,14 +37,7 @@ struct SendHandleObject {
 
 SendHandleObject* AsHandle(PyObject* self) { return reinterpret_cast<SendHandleObject*>(self); }
 
-PyObject* HandleNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  PyObject* owner = nullptr;
-  unsigned long long token = 0;
-  static const char* names[] = {"owner", "token", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OK", const_cast<char**>(names), &owner,
-                                   &token)) {
-    return nullptr;
-  }
+PyObject* MakeHandle(PyTypeObject* type, PyObject* owner, unsigned long long token) {
   PyObject* self = type->tp_alloc(type, 0);  // a reference to a heap type, taken here
   if (self == nullptr) return nullptr;
   SendHandleObject* handle = AsHandle(self);
@@ -56,6 +49,17 @@ PyObject* HandleNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   Py_INCREF(Py_None);
   handle->outcome = Py_None;
   return self;
+}
+
+PyObject* HandleNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* owner = nullptr;
+  unsigned long long token = 0;
+  static const char* names[] = {"owner", "token", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OK", const_cast<char**>(names), &owner,
+                                   &token)) {
+    return nullptr;
+  }
+  return MakeHandle(type, owner, token);
 }
 
 void HandleDealloc(PyObject* self) {
@@ -103,6 +107,13 @@ PyType_Spec handle_spec = {
 // needs keeping anywhere.
 bool IsSendHandle(PyObject* object) {
   return Py_TYPE(object)->tp_dealloc == HandleDealloc;
+}
+
+PyObject* NewSendHandle(PyObject* type, PyObject* owner, unsigned long long token) {
+  if (!PyType_Check(type) || reinterpret_cast<PyTypeObject*>(type)->tp_dealloc != HandleDealloc) {
+    return PyObject_CallFunction(type, "OK", owner, token);
+  }
+  return MakeHandle(reinterpret_cast<PyTypeObject*>(type), owner, token);
 }
 
 void CompleteSendHandle(PyObject* self, bool succeeded, int code, PyObject* outcome) {

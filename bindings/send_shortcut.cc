@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "producer.h"
+#include "send_handle.h"
 #include "tubemq/message.h"
 
 namespace py = pybind11;
@@ -42,6 +43,8 @@ struct ShortcutObject {
   PyObject* callbacks;    // its token -> delivery callback table
   PyObject* handle_type;  // tubemq._core.SendHandle
   PyObject* checked;      // the checked path: fn(owner, *the nine arguments)
+  PyObject* thread_name;    // "_thread" and "_stopping", interned once: a name made from a
+  PyObject* stopping_name;  // C string on every send cost two allocations and two hashes
   int block;              // the producer's block_on_full
   int retired;            // set by close(): from then on every send takes the checked path
 };
@@ -124,7 +127,7 @@ PyObject* Register(ShortcutObject* self, PyObject* callback, bool with_handle,
   py::object handle = py::none();
   if (with_handle) {
     handle = py::reinterpret_steal<py::object>(
-        PyObject_CallFunctionObjArgs(self->handle_type, self->board, number.ptr(), nullptr));
+        NewSendHandle(self->handle_type, self->board, token));
     if (!handle) return nullptr;
   }
   if (PyDict_SetItem(self->pending, number.ptr(), handle.ptr()) != 0) return nullptr;
@@ -133,9 +136,9 @@ PyObject* Register(ShortcutObject* self, PyObject* callback, bool with_handle,
   }
   // The tracker starts its delivery thread when it has none or it is stopping (see there).
   py::object thread =
-      py::reinterpret_steal<py::object>(PyObject_GetAttrString(self->tracker, "_thread"));
+      py::reinterpret_steal<py::object>(PyObject_GetAttr(self->tracker, self->thread_name));
   py::object stopping =
-      py::reinterpret_steal<py::object>(PyObject_GetAttrString(self->tracker, "_stopping"));
+      py::reinterpret_steal<py::object>(PyObject_GetAttr(self->tracker, self->stopping_name));
   if (!thread || !stopping) return nullptr;
   if (thread.is_none() || stopping.ptr() == Py_True) {
     py::object started = py::reinterpret_steal<py::object>(
@@ -234,6 +237,11 @@ PyObject* ShortcutNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_TypeError, "the tracker's tables must be dicts");
     return nullptr;
   }
+  py::object thread_name =
+      py::reinterpret_steal<py::object>(PyUnicode_InternFromString("_thread"));
+  py::object stopping_name =
+      py::reinterpret_steal<py::object>(PyUnicode_InternFromString("_stopping"));
+  if (!thread_name || !stopping_name) return nullptr;
   PyObject* self = type->tp_alloc(type, 0);  // a reference to a heap type, taken here
   if (self == nullptr) return nullptr;
   ShortcutObject* shortcut = AsShortcut(self);
@@ -250,6 +258,8 @@ PyObject* ShortcutNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   shortcut->handle_type = handle_type;
   Py_INCREF(checked);
   shortcut->checked = checked;
+  shortcut->thread_name = thread_name.release().ptr();
+  shortcut->stopping_name = stopping_name.release().ptr();
   shortcut->block = block;
   shortcut->retired = 0;
   return self;
@@ -260,7 +270,7 @@ void ShortcutDealloc(PyObject* self) {
   ShortcutObject* shortcut = AsShortcut(self);
   for (PyObject* held : {shortcut->native, shortcut->tracker, shortcut->tokens, shortcut->board,
                          shortcut->pending, shortcut->callbacks, shortcut->handle_type,
-                         shortcut->checked}) {
+                         shortcut->checked, shortcut->thread_name, shortcut->stopping_name}) {
     Py_XDECREF(held);
   }
   type->tp_free(self);
