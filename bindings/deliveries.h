@@ -130,6 +130,15 @@ class DeliveryQueue {
     FreeInHand();
   }
 
+  // Settled(), only if the lock is free right now: false (nothing done) if it is not.
+  // Never waits, so the delivery thread may call it with the GIL held.
+  bool TrySettled() {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    FreeInHand();
+    return true;
+  }
+
   void Wake() {
     {
       std::lock_guard<std::mutex> lock(mutex_);

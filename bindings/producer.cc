@@ -141,7 +141,13 @@ class PyProducer {
     });
   }
 
-  void DeliveriesSettled() { WithoutGil([&] { deliveries_->Settled(); }); }
+  // Letting the GIL go here was the delivery thread's second GIL handoff per batch (the
+  // sending thread takes the GIL in between and the delivery thread then waits for it).
+  // The queue's lock is held only for moments, so it is tried with the GIL held first;
+  // only a busy lock is waited for, without the GIL.
+  void DeliveriesSettled() {
+    if (!deliveries_->TrySettled()) WithoutGil([&] { deliveries_->Settled(); });
+  }
   void WakeDeliveries() { deliveries_->Wake(); }
   Producer& native() { return *producer_; }
   const Producer& native() const { return *producer_; }
