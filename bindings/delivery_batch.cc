@@ -47,7 +47,7 @@ class Outcomes {
   Outcome Take(size_t i) {
     if (native_) {
       Delivery& item = native_->items[i];
-      if (item.status.ok()) return {true, 0, py::str(), py::cast(std::move(item.result))};
+      if (item.status.ok()) return {true, 0, py::str(), py::cast(item.TakeResult())};
       return {false, item.status.code_value(), DiagnosticText(item.status.message()), py::none()};
     }
     py::tuple item = Tuple(i);

@@ -32,6 +32,28 @@ def test_result_of_a_stored_send(producer, topics):
     assert handle.result() is result
 
 
+def test_async_results_name_where_each_send_was_stored(master, cluster, topics):
+    # Outcomes share one record of where they were stored per partition
+    # (bindings/deliveries.h): each result must still name its own topic, partition
+    # and broker, and a failed send none.
+    written = (topics[4], topics[5])
+    with tubemq.Producer(master=master) as client:
+        client.publish(list(written))
+        handles = [
+            (topic, client.send_async(topic, b"where")) for _ in range(40) for topic in written
+        ]
+        failed = client.send_async(topics[6], b"never published")
+        results = [(topic, handle.result(timeout=10)) for topic, handle in handles]
+        assert failed.exception(timeout=10).code == 443
+    for topic, result in results:
+        assert result.topic == topic
+        assert result.partition_key == f"1:{topic}:{result.partition_id}"
+        assert result.broker_address == cluster.broker_address
+    assert {(topic, result.partition_id) for topic, result in results} == {
+        (topic, partition) for topic in written for partition in range(4)
+    }
+
+
 def test_a_failed_send_reports_its_error(producer, topics):
     handle = producer.send_async(topics[6], b"never published")  # only topics[5] is
     error = handle.exception(timeout=10)
