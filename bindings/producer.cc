@@ -24,6 +24,22 @@ namespace py = pybind11;
 
 namespace tubemq::bindings {
 
+// How a handle's waiter tells the delivery queue that a Python thread waits for an
+// outcome (DeliveryQueue::Waiting; tubemq/_handle.py). It holds the queue weakly: a
+// handle may outlive its producer and must not keep the queue alive (nor, in a forked
+// child, be the one to destroy it).
+class DeliveryWaits {
+ public:
+  explicit DeliveryWaits(std::weak_ptr<DeliveryQueue> queue) : queue_(std::move(queue)) {}
+
+  void Change(int change) {
+    const std::shared_ptr<DeliveryQueue> queue = queue_.lock();
+    if (queue && !queue->TryWaiting(change)) WithoutGil([&] { queue->Waiting(change); });
+  }
+
+ private:
+  std::weak_ptr<DeliveryQueue> queue_;
+};
 
 // Owns the native producer so that its destruction (which may wait briefly for an
 // unregistration) happens with the GIL released.
@@ -149,6 +165,7 @@ class PyProducer {
     if (!deliveries_->TrySettled()) WithoutGil([&] { deliveries_->Settled(); });
   }
   void WakeDeliveries() { deliveries_->Wake(); }
+  DeliveryWaits Waits() const { return DeliveryWaits(deliveries_); }
   Producer& native() { return *producer_; }
   const Producer& native() const { return *producer_; }
 
@@ -300,6 +317,12 @@ void RegisterProducer(py::module_& module) {
                     result.append_offset);
       });
 
+  py::class_<DeliveryWaits>(module, "DeliveryWaits",
+                            "Tells a producer's delivery queue that a thread waits for an outcome.")
+      .def("begin", [](DeliveryWaits& self) { self.Change(1); },
+           "A thread starts waiting: drains stop lingering for more outcomes.")
+      .def("end", [](DeliveryWaits& self) { self.Change(-1); }, "The thread no longer waits.");
+
   py::class_<PyProducer>(module, "Producer", "The native producer (use tubemq.Producer).")
       .def(py::init<const ClientConfig&, const ProducerOptions&>(), py::arg("config"),
            py::arg("options"))
@@ -339,6 +362,8 @@ void RegisterProducer(py::module_& module) {
       .def("deliveries_settled", &PyProducer::DeliveriesSettled,
            "The batch drain_deliveries() returned last is settled: its room is free.")
       .def("wake_deliveries", &PyProducer::WakeDeliveries)
+      .def("delivery_waits", &PyProducer::Waits,
+           "What handles use to say that a thread waits for their outcome.")
       .def("in_flight", [](PyProducer& self) { return self.native().InFlight(); })
       .def("start", &PyProducer::Start, py::arg("timeout") = py::none())
       .def("publish", &PyProducer::Publish, py::arg("topics"), py::arg("timeout") = py::none())

@@ -15,11 +15,12 @@ second dict: no object per send the cyclic GC would have to walk (issue 25).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 from tubemq import _core
@@ -57,7 +58,7 @@ class DeliveryTracker:
         self._tokens = itertools.count(1)
         # Handles hold the board, not the tracker: a handle kept after its producer was
         # dropped must not keep the native producer alive.
-        self._board = HandleBoard()
+        self._board = HandleBoard(native.delivery_waits())
         self._changed = self._board.condition
         self._pending: dict[int, SendHandle | None] = {}
         self._callbacks: dict[int, DeliveryCallback] = {}
@@ -120,6 +121,17 @@ class DeliveryTracker:
         with self._changed:
             self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """While a caller waits for an outcome (as ``tubemq.aio`` does): the native queue
+        hands outcomes out at once instead of lingering for more."""
+        waits = self._board.waits
+        waits.begin()
+        try:
+            yield
+        finally:
+            waits.end()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Ends the delivery thread after it has completed what is queued."""

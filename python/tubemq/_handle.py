@@ -40,25 +40,39 @@ PENDING, SUCCEEDED, FAILED = 0, 1, 2  # as CompleteSendHandle (bindings/send_han
 
 
 class HandleBoard:
-    """What the handles of one producer share: the Condition their waits use, and the
-    done-callbacks and ``concurrent.futures`` waiters of the few handles that have any."""
+    """What the handles of one producer share: the Condition their waits use, the
+    done-callbacks and ``concurrent.futures`` waiters of the few handles that have any,
+    and ``waits``, through which a waiting thread tells the native delivery queue to hand
+    out outcomes at once rather than linger for more (``DeliveryQueue::Waiting``)."""
 
-    __slots__ = ("condition", "done_callbacks", "waiters")
+    __slots__ = ("condition", "done_callbacks", "waiters", "waits")
 
-    def __init__(self) -> None:
+    def __init__(self, waits: _core.DeliveryWaits) -> None:
         self.condition = threading.Condition()
         self.done_callbacks: dict[int, list[Callable[[SendHandle], object]]] = {}
         self.waiters: dict[int, _Waiters] = {}
+        self.waits = waits
 
 
 class _Waiters(list):  # type: ignore[type-arg]  # concurrent.futures' private waiter objects
-    """A handle's ``concurrent.futures`` waiters. ``wait()`` and ``as_completed()`` remove
-    their waiter after the handle completed, when the board no longer keeps the list:
-    removing from the fresh empty one then is not an error."""
+    """A handle's ``concurrent.futures`` waiters. ``wait()`` and ``as_completed()`` add
+    their waiter to every handle they watch and remove it from each when they return:
+    each waiter is a thread waiting, for as long as it is on the list. They remove it
+    after the handle completed, when the board no longer keeps the list: removing from
+    the fresh empty one then is not an error (and still ends that thread's wait)."""
+
+    def __init__(self, waits: _core.DeliveryWaits) -> None:
+        super().__init__()
+        self._waits = waits
+
+    def append(self, value: Any) -> None:
+        super().append(value)
+        self._waits.begin()
 
     def remove(self, value: Any) -> None:
         if value in self:
             super().remove(value)
+        self._waits.end()
 
 
 SendHandle = _core.SendHandle
@@ -145,7 +159,12 @@ def _await(self: SendHandle) -> Generator[Any, None, _core.SendResult]:
                 pass  # the loop closed meanwhile: nobody waits any more
 
         self.add_done_callback(wake)
-        yield from waiter.__await__()
+        board: HandleBoard = self._owner
+        board.waits.begin()  # a coroutine waits for it: no lingering (see _wait)
+        try:
+            yield from waiter.__await__()
+        finally:
+            board.waits.end()
     return _result(self)
 
 
@@ -162,8 +181,14 @@ def _repr(self: SendHandle) -> str:
 def _wait(handle: SendHandle, timeout: float | None) -> None:
     board: HandleBoard = handle._owner
     with board.condition:
-        if not board.condition.wait_for(lambda: handle._status != PENDING, timeout):
-            raise concurrent.futures.TimeoutError()
+        if handle._status != PENDING:
+            return
+        board.waits.begin()
+        try:
+            if not board.condition.wait_for(lambda: handle._status != PENDING, timeout):
+                raise concurrent.futures.TimeoutError()
+        finally:
+            board.waits.end()
 
 
 # What concurrent.futures.wait() and as_completed() read of a Future.
@@ -178,12 +203,12 @@ def _state(self: SendHandle) -> str:
 
 def _waiters(self: SendHandle) -> _Waiters:
     # Read under the board's condition (wait() holds it), as the completion writes.
-    if self._status != PENDING:
-        return _Waiters()  # a completed handle notifies nobody any more
     board: HandleBoard = self._owner
+    if self._status != PENDING:
+        return _Waiters(board.waits)  # a completed handle notifies nobody any more
     waiters = board.waiters.get(self._token)
     if waiters is None:
-        waiters = board.waiters[self._token] = _Waiters()
+        waiters = board.waiters[self._token] = _Waiters(board.waits)
     return waiters
 
 

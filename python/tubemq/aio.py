@@ -144,7 +144,8 @@ class Producer:
         except BaseException:
             window.release()
             raise
-        return await outcome
+        with producer._deliveries.waiting():  # no linger: this coroutine waits for it
+            return await outcome
 
     async def flush(self, timeout: float | None = None) -> int:
         """As :meth:`tubemq.Producer.flush`: None waits as long as it takes, 0 only counts."""

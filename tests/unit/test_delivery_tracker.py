@@ -27,6 +27,7 @@ class FakeNative:
         self._left: list[tuple[int, int, str, object]] = []  # beyond a drain's max_items
         self.settled_batches = 0
         self.asked: list[int] = []  # each drain's max_items
+        self.waits = FakeWaits()
 
     def answer(self, token: int, result: object = None, code: int = 0, text: str = "") -> None:
         self._outcomes.put((token, code, text, result))
@@ -57,6 +58,24 @@ class FakeNative:
 
     def wake_deliveries(self) -> None:
         self._outcomes.put(None)
+
+    def delivery_waits(self) -> FakeWaits:
+        return self.waits
+
+
+class FakeWaits:
+    """The native delivery queue's count of threads waiting for an outcome."""
+
+    def __init__(self) -> None:
+        self.waiting = 0
+        self.most = 0
+
+    def begin(self) -> None:
+        self.waiting += 1
+        self.most = max(self.most, self.waiting)
+
+    def end(self) -> None:
+        self.waiting -= 1
 
 
 @pytest.fixture
@@ -184,6 +203,38 @@ def test_concurrent_futures_wait_and_as_completed_accept_handles(tracked):
     assert handles[0].result() == "stored"
 
 
+def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
+    # While a thread waits for an outcome, the native queue hands outcomes out at once
+    # instead of lingering for more (DeliveryQueue::Waiting): one send_async().result()
+    # after another took the whole 2 ms linger each. Every wait must end its count,
+    # however it ends, or the queue would never linger again.
+    native, tracker = tracked
+    waits = native.waits
+    token, handle = _send(tracker)
+    with pytest.raises(concurrent.futures.TimeoutError):
+        handle.result(timeout=0.05)
+    assert (waits.waiting, waits.most) == (0, 1)
+    seen: list[object] = []
+    waiter = threading.Thread(target=lambda: seen.append(handle.result(timeout=5)))
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while waits.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert waits.waiting == 1
+    native.answer(token, result="stored")
+    waiter.join(5)
+    assert seen == ["stored"] and waits.waiting == 0
+    assert handle.result() == "stored" and handle.exception() is None and waits.most == 1
+    others = [_send(tracker) for _ in range(3)]
+    handles = [handle for _, handle in others]
+    concurrent.futures.wait(handles, timeout=0.05)  # one waiter on each of the three
+    assert (waits.waiting, waits.most) == (0, 3)
+    for token, _ in others:
+        native.answer(token, result="stored")
+    assert len(list(concurrent.futures.as_completed([*handles, handle], timeout=5))) == 4
+    assert waits.waiting == 0
+
+
 def test_raising_callbacks_are_logged_and_do_not_stop_the_others(tracked, caplog):
     native, tracker = tracked
     calls: list[object] = []
@@ -234,13 +285,16 @@ def test_a_coroutine_may_await_a_handle(tracked):
 
     async def main():
         threading.Timer(0.1, native.answer, (token_ok, "stored")).start()
+        threading.Timer(0.05, lambda: waiting.append(native.waits.waiting)).start()
         result = await ok
         threading.Timer(0.1, native.answer, (token_bad, None, 443, "not published")).start()
         with pytest.raises(tubemq.TubeMQError) as failed:
             await bad
         return result, failed.value.code, await ok  # a done handle answers at once
 
+    waiting: list[int] = []
     assert asyncio.run(main()) == ("stored", 443, "stored")
+    assert waiting == [1] and native.waits.waiting == 0  # counted while it awaited
 
 
 def test_slow_callbacks_make_the_delivery_thread_take_fewer_outcomes_at_a_time(tracked):

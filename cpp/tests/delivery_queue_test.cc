@@ -1,0 +1,101 @@
+// The delivery queue between the I/O threads and Python (bindings/deliveries.h): pure
+// C++, so tested here. A drain lingers for more outcomes, unless a thread waits for one.
+#include "deliveries.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <vector>
+
+namespace tubemq::bindings {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Long enough that a drain which lingers cannot be mistaken for one that does not.
+constexpr milliseconds kLongLinger{10000};
+
+Delivery Stored(uint64_t token, const std::string& topic, int32_t partition) {
+  SendResult result;
+  result.topic = topic;
+  result.partition_id = partition;
+  result.partition_key = "1:" + topic + ":" + std::to_string(partition);
+  result.broker_address = "127.0.0.1:8123";
+  result.message_id = static_cast<int64_t>(token);
+  return Delivery{token, Status(), std::move(result)};
+}
+
+std::future<std::vector<Delivery>> DrainElsewhere(DeliveryQueue& queue) {
+  return std::async(std::launch::async,
+                    [&queue] { return queue.Drain(milliseconds(5000), 100); });
+}
+
+TEST(DeliveryQueue, ADrainLingersForMoreWhileNobodyWaits) {
+  DeliveryQueue queue(100, kLongLinger);
+  ASSERT_TRUE(queue.TryAdmit());
+  queue.Push(Stored(1, "topic_a", 0));
+  auto drained = DrainElsewhere(queue);
+  EXPECT_EQ(drained.wait_for(milliseconds(200)), std::future_status::timeout);
+  queue.Wake();
+  ASSERT_EQ(drained.wait_for(milliseconds(5000)), std::future_status::ready);
+  EXPECT_EQ(drained.get().size(), 1u);
+}
+
+TEST(DeliveryQueue, AThreadThatStartsWaitingEndsTheLinger) {
+  DeliveryQueue queue(100, kLongLinger);
+  ASSERT_TRUE(queue.TryAdmit());
+  queue.Push(Stored(1, "topic_a", 0));
+  auto drained = DrainElsewhere(queue);
+  EXPECT_EQ(drained.wait_for(milliseconds(100)), std::future_status::timeout);
+  queue.Waiting(+1);
+  ASSERT_EQ(drained.wait_for(milliseconds(5000)), std::future_status::ready);
+  EXPECT_EQ(drained.get().size(), 1u);
+}
+
+TEST(DeliveryQueue, NothingLingersWhileAThreadWaitsAndLingeringResumesAfter) {
+  DeliveryQueue queue(100, kLongLinger);
+  queue.Waiting(+1);
+  ASSERT_TRUE(queue.TryAdmit());
+  queue.Push(Stored(1, "topic_a", 0));
+  auto at_once = DrainElsewhere(queue);
+  ASSERT_EQ(at_once.wait_for(milliseconds(5000)), std::future_status::ready);
+  EXPECT_EQ(at_once.get().size(), 1u);
+  queue.Settled();
+  ASSERT_TRUE(queue.TryWaiting(-1));
+  ASSERT_TRUE(queue.TryAdmit());
+  queue.Push(Stored(2, "topic_a", 1));
+  auto lingering = DrainElsewhere(queue);
+  EXPECT_EQ(lingering.wait_for(milliseconds(200)), std::future_status::timeout);
+  queue.Wake();
+  ASSERT_EQ(lingering.wait_for(milliseconds(5000)), std::future_status::ready);
+}
+
+TEST(DeliveryQueue, EachOutcomeKeepsWhereItsSendWasStored) {
+  DeliveryQueue queue(100, milliseconds(0));
+  const std::vector<std::pair<std::string, int32_t>> places = {
+      {"topic_a", 0}, {"topic_a", 1}, {"topic_b_is_longer_than_inline", 0}, {"topic_a", 0}};
+  for (size_t i = 0; i < places.size(); ++i) {
+    ASSERT_TRUE(queue.TryAdmit());
+    queue.Push(Stored(i + 1, places[i].first, places[i].second));
+  }
+  ASSERT_TRUE(queue.TryAdmit());
+  queue.Push(Delivery{9, Status(ErrorCode::kRequestTimeout, "no answer"), SendResult()});
+  std::vector<Delivery> drained = queue.Drain(milliseconds(1000), 100);
+  ASSERT_EQ(drained.size(), places.size() + 1);
+  for (size_t i = 0; i < places.size(); ++i) {
+    const SendResult result = drained[i].TakeResult();
+    EXPECT_EQ(result.topic, places[i].first);
+    EXPECT_EQ(result.partition_id, places[i].second);
+    EXPECT_EQ(result.partition_key,
+              "1:" + places[i].first + ":" + std::to_string(places[i].second));
+    EXPECT_EQ(result.broker_address, "127.0.0.1:8123");
+    EXPECT_EQ(result.message_id, static_cast<int64_t>(i + 1));
+  }
+  EXPECT_EQ(drained[0].place, drained[3].place);  // one record per partition
+  EXPECT_FALSE(drained.back().status.ok());
+  EXPECT_EQ(drained.back().place, nullptr);
+}
+
+}  // namespace
+}  // namespace tubemq::bindings
