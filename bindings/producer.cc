@@ -27,18 +27,23 @@ namespace tubemq::bindings {
 // How a handle's waiter tells the delivery queue that a Python thread waits for an
 // outcome (DeliveryQueue::Waiting; tubemq/_handle.py). It holds the queue weakly: a
 // handle may outlive its producer and must not keep the queue alive (nor, in a forked
-// child, be the one to destroy it).
+// child, be the one to destroy it). In a forked child it does nothing: no delivery
+// thread drains there, and the queue's lock may have been held by a parent's thread
+// at the fork.
 class DeliveryWaits {
  public:
-  explicit DeliveryWaits(std::weak_ptr<DeliveryQueue> queue) : queue_(std::move(queue)) {}
+  DeliveryWaits(std::weak_ptr<DeliveryQueue> queue, pid_t creator_pid)
+      : queue_(std::move(queue)), creator_pid_(creator_pid) {}
 
   void Change(int change) {
+    if (::getpid() != creator_pid_) return;
     const std::shared_ptr<DeliveryQueue> queue = queue_.lock();
     if (queue && !queue->TryWaiting(change)) WithoutGil([&] { queue->Waiting(change); });
   }
 
  private:
   std::weak_ptr<DeliveryQueue> queue_;
+  pid_t creator_pid_;
 };
 
 // Owns the native producer so that its destruction (which may wait briefly for an
@@ -165,7 +170,7 @@ class PyProducer {
     if (!deliveries_->TrySettled()) WithoutGil([&] { deliveries_->Settled(); });
   }
   void WakeDeliveries() { deliveries_->Wake(); }
-  DeliveryWaits Waits() const { return DeliveryWaits(deliveries_); }
+  DeliveryWaits Waits() const { return DeliveryWaits(deliveries_, creator_pid_); }
   Producer& native() { return *producer_; }
   const Producer& native() const { return *producer_; }
 
