@@ -31,12 +31,18 @@ std::future<std::vector<Delivery>> DrainElsewhere(DeliveryQueue& queue) {
                     [&queue] { return queue.Drain(milliseconds(5000), 100); });
 }
 
-TEST(DeliveryQueue, ADrainLingersForMoreWhileNobodyWaits) {
-  DeliveryQueue queue(100, kLongLinger);
-  ASSERT_TRUE(queue.TryAdmit());
-  queue.Push(Stored(1, "topic_a", 0));
+// A drain that took an outcome pushed now and lingers for more.
+std::future<std::vector<Delivery>> LingeringDrain(DeliveryQueue& queue, uint64_t token) {
+  EXPECT_TRUE(queue.TryAdmit());
+  queue.Push(Stored(token, "topic_a", 0));
   auto drained = DrainElsewhere(queue);
   EXPECT_EQ(drained.wait_for(milliseconds(200)), std::future_status::timeout);
+  return drained;
+}
+
+TEST(DeliveryQueue, ADrainLingersForMoreWhileNobodyWaits) {
+  DeliveryQueue queue(100, kLongLinger);
+  auto drained = LingeringDrain(queue, 1);
   queue.Wake();
   ASSERT_EQ(drained.wait_for(milliseconds(5000)), std::future_status::ready);
   EXPECT_EQ(drained.get().size(), 1u);
@@ -44,10 +50,7 @@ TEST(DeliveryQueue, ADrainLingersForMoreWhileNobodyWaits) {
 
 TEST(DeliveryQueue, AThreadThatStartsWaitingEndsTheLinger) {
   DeliveryQueue queue(100, kLongLinger);
-  ASSERT_TRUE(queue.TryAdmit());
-  queue.Push(Stored(1, "topic_a", 0));
-  auto drained = DrainElsewhere(queue);
-  EXPECT_EQ(drained.wait_for(milliseconds(100)), std::future_status::timeout);
+  auto drained = LingeringDrain(queue, 1);
   queue.Waiting(+1);
   ASSERT_EQ(drained.wait_for(milliseconds(5000)), std::future_status::ready);
   EXPECT_EQ(drained.get().size(), 1u);
@@ -63,10 +66,7 @@ TEST(DeliveryQueue, NothingLingersWhileAThreadWaitsAndLingeringResumesAfter) {
   EXPECT_EQ(at_once.get().size(), 1u);
   queue.Settled();
   ASSERT_TRUE(queue.TryWaiting(-1));
-  ASSERT_TRUE(queue.TryAdmit());
-  queue.Push(Stored(2, "topic_a", 1));
-  auto lingering = DrainElsewhere(queue);
-  EXPECT_EQ(lingering.wait_for(milliseconds(200)), std::future_status::timeout);
+  auto lingering = LingeringDrain(queue, 2);
   queue.Wake();
   ASSERT_EQ(lingering.wait_for(milliseconds(5000)), std::future_status::ready);
 }
