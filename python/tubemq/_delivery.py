@@ -119,7 +119,9 @@ class DeliveryTracker:
                 self._changed.wait_for(lambda: self.pending() == 0, timeout)
                 return self.pending()
         with self._changed:
-            self._changed.wait_for(lambda: not self._pending, timeout)
+            if self._pending and timeout != 0:
+                with self.waiting():  # produce() then flush(), in a loop: no linger
+                    self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
 
     @contextlib.contextmanager

@@ -233,6 +233,18 @@ def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
         native.answer(token, result="stored")
     assert len(list(concurrent.futures.as_completed([*handles, handle], timeout=5))) == 4
     assert waits.waiting == 0
+    token, _ = tracker.register(None, handle=False)  # produce(), then flush()
+    flushed: list[int] = []
+    flusher = threading.Thread(target=lambda: flushed.append(tracker.wait_empty(5)))
+    flusher.start()
+    deadline = time.monotonic() + 5
+    while waits.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert waits.waiting == 1
+    native.answer(token, result="stored")
+    flusher.join(5)
+    assert flushed == [0] and waits.waiting == 0
+    assert tracker.wait_empty(0) == 0 and waits.waiting == 0
 
 
 def test_raising_callbacks_are_logged_and_do_not_stop_the_others(tracked, caplog):
