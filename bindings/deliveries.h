@@ -163,36 +163,20 @@ class DeliveryQueue {
   }
 
   // The batch the last Drain() handed out is settled in Python: its room is free.
-  void Settled() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    FreeInHand();
-  }
+  void Settled() { Locked([this] { FreeInHand(); }); }
 
   // Settled(), only if the lock is free right now: false (nothing done) if it is not.
   // Never waits, so the delivery thread may call it with the GIL held.
-  bool TrySettled() {
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    FreeInHand();
-    return true;
-  }
+  bool TrySettled() { return TryLocked([this] { FreeInHand(); }); }
 
   // A Python thread starts (+1) or stops (-1) waiting for an outcome (a handle's
   // result(), concurrent.futures.wait()). While any does, a drain hands out what it has
   // at once instead of lingering for more: one send_async(...).result() after another
   // took the whole linger each, 2.3 ms against 0.11 for send().
-  void Waiting(int change) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ChangeWaiting(change);
-  }
+  void Waiting(int change) { Locked([&] { ChangeWaiting(change); }); }
 
   // Waiting(), only if the lock is free right now (see TrySettled()).
-  bool TryWaiting(int change) {
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    ChangeWaiting(change);
-    return true;
-  }
+  bool TryWaiting(int change) { return TryLocked([&] { ChangeWaiting(change); }); }
 
   void Wake() {
     {
@@ -204,6 +188,21 @@ class DeliveryQueue {
   }
 
  private:
+  template <typename Step>
+  void Locked(Step step) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    step();
+  }
+
+  // Runs `step` with the lock held if it is free right now; false (nothing run) if not.
+  template <typename Step>
+  bool TryLocked(Step step) {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    step();
+    return true;
+  }
+
   // The shared SendPlace of a result, made on first use (with mutex_ held).
   std::shared_ptr<const SendPlace> PlaceOf(const SendResult& result) {
     static constexpr size_t kMostPlaces = 4096;  // partitions a producer writes, with room

@@ -20,7 +20,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Optional
 
 from tubemq import _core
@@ -124,16 +124,10 @@ class DeliveryTracker:
                     self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
 
-    @contextlib.contextmanager
-    def waiting(self) -> Iterator[None]:
-        """While a caller waits for an outcome (as ``tubemq.aio`` does): the native queue
-        hands outcomes out at once instead of lingering for more."""
-        waits = self._board.waits
-        waits.begin()
-        try:
-            yield
-        finally:
-            waits.end()
+    def waiting(self) -> contextlib.AbstractContextManager[None]:
+        """While a caller waits for an outcome (as ``tubemq.aio`` does): see
+        :meth:`HandleBoard.waiting`."""
+        return self._board.waiting()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Ends the delivery thread after it has completed what is queued."""

@@ -23,9 +23,10 @@ may ``await`` a handle.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -52,6 +53,16 @@ class HandleBoard:
         self.done_callbacks: dict[int, list[Callable[[SendHandle], object]]] = {}
         self.waiters: dict[int, _Waiters] = {}
         self.waits = waits
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """While the caller waits for an outcome: the native queue hands outcomes out at
+        once instead of lingering for more."""
+        self.waits.begin()
+        try:
+            yield
+        finally:
+            self.waits.end()
 
 
 class _Waiters(list):  # type: ignore[type-arg]  # concurrent.futures' private waiter objects
@@ -160,11 +171,8 @@ def _await(self: SendHandle) -> Generator[Any, None, _core.SendResult]:
 
         self.add_done_callback(wake)
         board: HandleBoard = self._owner
-        board.waits.begin()  # a coroutine waits for it: no lingering (see _wait)
-        try:
+        with board.waiting():
             yield from waiter.__await__()
-        finally:
-            board.waits.end()
     return _result(self)
 
 
@@ -183,12 +191,9 @@ def _wait(handle: SendHandle, timeout: float | None) -> None:
     with board.condition:
         if handle._status != PENDING:
             return
-        board.waits.begin()
-        try:
+        with board.waiting():
             if not board.condition.wait_for(lambda: handle._status != PENDING, timeout):
                 raise concurrent.futures.TimeoutError()
-        finally:
-            board.waits.end()
 
 
 # What concurrent.futures.wait() and as_completed() read of a Future.

@@ -10,6 +10,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -203,6 +204,16 @@ def test_concurrent_futures_wait_and_as_completed_accept_handles(tracked):
     assert handles[0].result() == "stored"
 
 
+def _waiting_thread(waits: FakeWaits, wait: Callable[[], object]) -> threading.Thread:
+    """Runs `wait` on a thread; returns once it counts as waiting (or after 5 s)."""
+    thread = threading.Thread(target=wait)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while waits.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return thread
+
+
 def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
     # While a thread waits for an outcome, the native queue hands outcomes out at once
     # instead of lingering for more (DeliveryQueue::Waiting): one send_async().result()
@@ -215,11 +226,7 @@ def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
         handle.result(timeout=0.05)
     assert (waits.waiting, waits.most) == (0, 1)
     seen: list[object] = []
-    waiter = threading.Thread(target=lambda: seen.append(handle.result(timeout=5)))
-    waiter.start()
-    deadline = time.monotonic() + 5
-    while waits.waiting == 0 and time.monotonic() < deadline:
-        time.sleep(0.001)
+    waiter = _waiting_thread(waits, lambda: seen.append(handle.result(timeout=5)))
     assert waits.waiting == 1
     native.answer(token, result="stored")
     waiter.join(5)
@@ -235,11 +242,7 @@ def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
     assert waits.waiting == 0
     token, _ = tracker.register(None, handle=False)  # produce(), then flush()
     flushed: list[int] = []
-    flusher = threading.Thread(target=lambda: flushed.append(tracker.wait_empty(5)))
-    flusher.start()
-    deadline = time.monotonic() + 5
-    while waits.waiting == 0 and time.monotonic() < deadline:
-        time.sleep(0.001)
+    flusher = _waiting_thread(waits, lambda: flushed.append(tracker.wait_empty(5)))
     assert waits.waiting == 1
     native.answer(token, result="stored")
     flusher.join(5)
