@@ -187,6 +187,7 @@ void RegisterConsumer(py::module_& module) {
              out["rebalance_events"] = c.rebalance_events;
              out["fetches"] = c.fetches;
              out["fetch_errors"] = c.fetch_errors;
+             out["rests_cut_short"] = c.rests_cut_short;
              out["batches"] = c.batches;
              out["messages"] = c.messages;
              out["bytes"] = c.bytes;

@@ -8,6 +8,9 @@
 namespace tubemq::flowctrl {
 namespace {
 
+using namespace std::chrono_literals;  // NOLINT(build/namespaces): delays read as 20ms
+using std::chrono::microseconds;
+
 constexpr char kWorkedExample[] = R"([
  {"type":0,"rule":[{"start":"09:00","end":"18:30","dltInM":2048,"limitInM":10,"freqInMs":800}]},
  {"type":1,"rule":[{"zeroCnt":2,"freqInMs":250},{"zeroCnt":6,"freqInMs":1500}]},
@@ -103,14 +106,14 @@ TEST(PartitionPacer, WorkedExampleA_BudgetThenPause) {
   first.batch_bytes = 400000;
   first.lag = 3000000;
   first.processing_ms = 30;
-  EXPECT_EQ(pacer.DelayAfter(first, rules, Gmt8(10, 15, 1)), 20);  // 50 ms pace - 30 ms
+  EXPECT_EQ(pacer.DelayAfter(first, rules, Gmt8(10, 15, 1)), 20ms);  // 50 ms pace - 30 ms
   FetchOutcome second;
   second.batch_bytes = 500000;
-  EXPECT_EQ(pacer.DelayAfter(second, rules, Gmt8(10, 15, 2)), 800);  // slice budget spent
+  EXPECT_EQ(pacer.DelayAfter(second, rules, Gmt8(10, 15, 2)), 800ms);  // slice budget spent
   // A new slice: pacing is back to 50 ms.
   FetchOutcome third;
   third.batch_bytes = 1000;
-  EXPECT_EQ(pacer.DelayAfter(third, rules, Gmt8(10, 15, 6)), 50);
+  EXPECT_EQ(pacer.DelayAfter(third, rules, Gmt8(10, 15, 6)), 50ms);
 }
 
 TEST(PartitionPacer, WorkedExampleB_FilterConsumers) {
@@ -119,9 +122,9 @@ TEST(PartitionPacer, WorkedExampleB_FilterConsumers) {
   FetchOutcome batch;
   batch.batch_bytes = 1000;
   batch.lag = 3000000;
-  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(10, 15, 1)), 120);
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(10, 15, 1)), 120ms);
   batch.require_slow = true;
-  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(10, 15, 1, 200)), 600);
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(10, 15, 1, 200)), 600ms);
 }
 
 TEST(PartitionPacer, WorkedExampleC_EmptyFetchesBackOff) {
@@ -130,9 +133,9 @@ TEST(PartitionPacer, WorkedExampleC_EmptyFetchesBackOff) {
   FetchOutcome empty;
   empty.code = 404;
   empty.default_delay_ms = 400;
-  std::vector<int64_t> delays;
+  std::vector<microseconds> delays;
   for (int i = 0; i < 7; ++i) delays.push_back(pacer.DelayAfter(empty, rules, Gmt8(12, 0, i)));
-  EXPECT_EQ(delays, (std::vector<int64_t>{400, 250, 250, 250, 250, 1500, 1500}));
+  EXPECT_EQ(delays, (std::vector<microseconds>{400ms, 250ms, 250ms, 250ms, 250ms, 1500ms, 1500ms}));
   FetchOutcome data;
   data.batch_bytes = 10;
   pacer.DelayAfter(data, rules, Gmt8(12, 0, 8));
@@ -140,7 +143,7 @@ TEST(PartitionPacer, WorkedExampleC_EmptyFetchesBackOff) {
 }
 
 // Adaptive pacing (issue 26): without frequency rules, an empty streak backs off from
-// 1 ms towards msg_not_found_wait_ms, and data snaps it back.
+// half a millisecond towards msg_not_found_wait_ms, and data snaps it back.
 RuleSnapshot NoRules() { return FlowCtrlRuleHandler().Snapshot(); }
 
 FetchOutcome Empty(int32_t ceiling_ms = 400) {
@@ -152,13 +155,13 @@ FetchOutcome Empty(int32_t ceiling_ms = 400) {
 
 TEST(PartitionPacer, AnEmptyStreakBacksOffToTheCeiling) {
   PartitionPacer pacer(false);
-  std::vector<int64_t> delays;
+  std::vector<microseconds> delays;
   for (int i = 0; i < 13; ++i) delays.push_back(pacer.DelayAfter(Empty(), NoRules(), i));
-  EXPECT_EQ(delays,
-            (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 400, 400, 400, 400}));
+  EXPECT_EQ(delays, (std::vector<microseconds>{500us, 1ms, 2ms, 4ms, 8ms, 16ms, 32ms, 64ms,
+                                               128ms, 256ms, 400ms, 400ms, 400ms}));
   // A long idle streak stays at the ceiling (no overflow of the doubling).
   for (int i = 0; i < 100; ++i) pacer.DelayAfter(Empty(), NoRules(), 20 + i);
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 200), 400);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 200), 400ms);
 }
 
 TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
@@ -166,9 +169,9 @@ TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
   for (int i = 0; i < 12; ++i) pacer.DelayAfter(Empty(), NoRules(), i);
   FetchOutcome data;
   data.batch_bytes = 100;
-  EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 20), 0);  // a partition with data: at once
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 21), 1);  // the streak starts again
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 2);
+  EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 20), 0ms);  // a partition with data: at once
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 21), 500us);  // the streak starts again
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 1ms);
 }
 
 // A 200 that read to the end of the index, with `messages` messages.
@@ -181,7 +184,6 @@ FetchOutcome CaughtUp(int64_t messages) {
 }
 
 TEST(PartitionPacer, ABusyPartitionThatCaughtUpRestsUnderAMillisecond) {
-  using std::chrono::microseconds;
   EXPECT_EQ(CaughtUpRest(CaughtUp(2), 400), kCaughtUpRest);
   EXPECT_EQ(CaughtUpRest(CaughtUp(40), 400), microseconds(600));
   // A trickle, one message per batch: fetched again at once, as is a partition whose
@@ -202,8 +204,8 @@ TEST(PartitionPacer, ABusyPartitionThatCaughtUpRestsUnderAMillisecond) {
   // afresh: the rest is taken before an empty fetch, not counted as one.
   PartitionPacer pacer(false);
   for (int i = 0; i < 5; ++i) pacer.DelayAfter(Empty(), NoRules(), i);
-  EXPECT_EQ(pacer.DelayAfter(CaughtUp(3), NoRules(), 10), 0);
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 11), 1);
+  EXPECT_EQ(pacer.DelayAfter(CaughtUp(3), NoRules(), 10), 0ms);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 11), 500us);
 }
 
 // A 200 that found only the neighbouring partitions' entries of a shared store, at the
@@ -218,27 +220,27 @@ FetchOutcome NothingNew() {
 TEST(PartitionPacer, ANothingNewReadGoesOnWhileActiveAndBacksOffWhenQuiet) {
   PartitionPacer pacer(false);
   // Never had data: quiet for ever, so the ceiling.
-  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 5000), 400);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 5000), 400ms);
   FetchOutcome data;
   data.batch_bytes = 100;
-  EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 10000), 0);
+  EXPECT_EQ(pacer.DelayAfter(data, NoRules(), 10000), 0ms);
   // Active (data 10 ms ago): on at once, and the empty streak starts afresh after it.
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10005), 1);
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10007), 2);
-  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10010), 0);
-  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10011), 1);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10005), 500us);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10007), 1ms);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10010), 0ms);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 10011), 500us);
   // Quiet: a quarter of the quiet time, up to the ceiling, however busy the neighbours.
-  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10200), 50);
-  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10800), 200);
-  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 20000), 400);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10200), 50ms);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 10800), 200ms);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), NoRules(), 20000), 400ms);
   // An operator's frequency rules see it as an empty fetch.
   PartitionPacer ruled(false);
-  EXPECT_EQ(ruled.DelayAfter(NothingNew(), GroupRules(kWorkedExample), Gmt8(12, 0, 0)), 400);
+  EXPECT_EQ(ruled.DelayAfter(NothingNew(), GroupRules(kWorkedExample), Gmt8(12, 0, 0)), 400ms);
 }
 
 TEST(PartitionPacer, ANothingNewReadStillAnswersToTheByteLimits) {
   // The worked example's data limit: over the slice budget, the limit's pause applies,
-  // not the empty streak's first millisecond; escFlowCtrl still means at once.
+  // not the empty streak's first half millisecond; escFlowCtrl still means at once.
   const RuleSnapshot rules = GroupRules(kWorkedExample);
   PartitionPacer pacer(false);
   FetchOutcome opening = Empty();
@@ -247,30 +249,30 @@ TEST(PartitionPacer, ANothingNewReadStillAnswersToTheByteLimits) {
   FetchOutcome big;
   big.batch_bytes = 900000;
   pacer.DelayAfter(big, rules, Gmt8(10, 15, 1));
-  EXPECT_EQ(pacer.DelayAfter(NothingNew(), rules, Gmt8(10, 15, 2)), 800);
+  EXPECT_EQ(pacer.DelayAfter(NothingNew(), rules, Gmt8(10, 15, 2)), 800ms);
   FetchOutcome escaped = NothingNew();
   escaped.escaped = true;
-  EXPECT_EQ(pacer.DelayAfter(escaped, rules, Gmt8(10, 15, 3)), 0);
+  EXPECT_EQ(pacer.DelayAfter(escaped, rules, Gmt8(10, 15, 3)), 0ms);
 }
 
 TEST(PartitionPacer, TheCeilingIsHonouredAndStateIsPerPartition) {
   PartitionPacer busy(false), idle(false);
   for (int i = 0; i < 20; ++i) {
-    EXPECT_LE(idle.DelayAfter(Empty(50), NoRules(), i), 50);
+    EXPECT_LE(idle.DelayAfter(Empty(50), NoRules(), i), 50ms);
   }
-  EXPECT_EQ(idle.DelayAfter(Empty(50), NoRules(), 30), 50);
+  EXPECT_EQ(idle.DelayAfter(Empty(50), NoRules(), 30), 50ms);
   // The other partition's streak is its own.
-  EXPECT_EQ(busy.DelayAfter(Empty(50), NoRules(), 31), 1);
+  EXPECT_EQ(busy.DelayAfter(Empty(50), NoRules(), 31), 500us);
   // A ceiling of 0 (msg_not_found_wait_ms=0) never waits.
   PartitionPacer eager(false);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(eager.DelayAfter(Empty(0), NoRules(), i), 0);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(eager.DelayAfter(Empty(0), NoRules(), i), 0ms);
 }
 
 TEST(PartitionPacer, AnOperatorsFrequencyRulesAreObeyedAsWritten) {
   // The worked example's type-1 rules: below their first count the full wait applies,
   // not the adaptive one (WorkedExampleC above gives the whole sequence).
   PartitionPacer pacer(false);
-  EXPECT_EQ(pacer.DelayAfter(Empty(), GroupRules(kWorkedExample), Gmt8(12, 0, 0)), 400);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), GroupRules(kWorkedExample), Gmt8(12, 0, 0)), 400ms);
 }
 
 TEST(PartitionPacer, WorkedExampleD_OutsideTheWindowOnlyLowFetchPacing) {
@@ -279,8 +281,8 @@ TEST(PartitionPacer, WorkedExampleD_OutsideTheWindowOnlyLowFetchPacing) {
   FetchOutcome batch;
   batch.batch_bytes = 5 * 1024 * 1024;
   batch.lag = 3000000;
-  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(20, 0, 0)), 50);
-  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(20, 0, 1)), 50);
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(20, 0, 0)), 50ms);
+  EXPECT_EQ(pacer.DelayAfter(batch, rules, Gmt8(20, 0, 1)), 50ms);
 }
 
 TEST(PartitionPacer, WorkedExampleE_BrokerLimitUsesItsOwnDelay) {
@@ -289,7 +291,7 @@ TEST(PartitionPacer, WorkedExampleE_BrokerLimitUsesItsOwnDelay) {
   FetchOutcome limited;
   limited.code = 452;
   limited.default_delay_ms = 800;
-  EXPECT_EQ(pacer.DelayAfter(limited, rules, Gmt8(10, 0)), 800);
+  EXPECT_EQ(pacer.DelayAfter(limited, rules, Gmt8(10, 0)), 800ms);
 }
 
 TEST(PartitionPacer, NoRulesMeansTheCodesOwnDelay) {
@@ -297,14 +299,14 @@ TEST(PartitionPacer, NoRulesMeansTheCodesOwnDelay) {
   PartitionPacer pacer(false);
   FetchOutcome batch;
   batch.batch_bytes = 100;
-  EXPECT_EQ(pacer.DelayAfter(batch, handler.Snapshot(), Gmt8(10, 0)), 0);
+  EXPECT_EQ(pacer.DelayAfter(batch, handler.Snapshot(), Gmt8(10, 0)), 0ms);
   FetchOutcome closed;  // 403: the code's own delay, whatever the streak
   closed.code = 403;
   closed.default_delay_ms = 2000;
-  EXPECT_EQ(pacer.DelayAfter(closed, handler.Snapshot(), Gmt8(10, 1)), 2000);
+  EXPECT_EQ(pacer.DelayAfter(closed, handler.Snapshot(), Gmt8(10, 1)), 2000ms);
   // A 404's own delay is the ceiling of the empty streak's back-off (above).
   for (int i = 0; i < 12; ++i) pacer.DelayAfter(Empty(), handler.Snapshot(), Gmt8(10, 2, i));
-  EXPECT_EQ(pacer.DelayAfter(Empty(), handler.Snapshot(), Gmt8(10, 3)), 400);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), handler.Snapshot(), Gmt8(10, 3)), 400ms);
 }
 
 }  // namespace

@@ -379,8 +379,10 @@ class ConsumerBase(Generic[Item]):
     def metrics(self) -> dict[str, Any]:
         """Counts since the client was made — ``registrations``, ``heartbeats_ok`` and
         ``heartbeats_failed``, ``rebalance_events``, ``fetches``, ``fetch_errors``,
-        ``batches``, ``received`` (messages), ``bytes``, ``committed`` (batches the broker
-        acknowledged), ``commit_failures``, ``reconnects`` (connections to the master or a
+        ``rests_cut_short`` (short rests after "nothing new" that a reply for another
+        partition of the same store ended early, since that store had grown),
+        ``batches``, ``received`` (messages), ``bytes``, ``committed`` (batches the
+        broker acknowledged), ``commit_failures``, ``reconnects`` (connections to the master or a
         broker opened again after the previous one was lost), ``master_switches`` (calls
         answered by another master of the group than the call before: failovers seen),
         ``master_standby_answers`` ("not the active master" answers met) — and now: ``assigned``

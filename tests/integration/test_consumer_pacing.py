@@ -148,7 +148,7 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
 
 def test_an_empty_topic_backs_off_to_msg_not_found_wait_and_no_further(master, fetch_log):
     # Scenario 19 with default settings (msg_not_found_wait_ms 400), paced adaptively
-    # (issue 26): each partition's empty streak waits 1, 2, 4 ... ms, then 400 ms.
+    # (issue 26): each partition's empty streak waits 0.5, 1, 2 ... ms, then 400 ms.
     with tubemq.Consumer(
         master=master, group=unique("g"), topics=[EMPTY_TOPIC], consume_from="latest", **FAST
     ) as consumer:
@@ -166,7 +166,7 @@ def test_an_empty_topic_backs_off_to_msg_not_found_wait_and_no_further(master, f
         # dozen fetches, then one per 400 ms - never a tight loop, never a longer rest.
         assert 12 <= len(rows) <= 12 + 10 / 0.35, (key, len(rows))
         ramp, steady = spacing[:9], spacing[10:]
-        assert sum(ramp) < 0.8, (key, ramp)  # 1+2+...+256 ms, plus the round trips
+        assert sum(ramp) < 0.8, (key, ramp)  # 0.5+1+...+128 ms, plus the round trips
         assert steady and min(steady) >= 0.35, (key, spacing)
         assert max(steady) < 0.8, (key, spacing)
 
@@ -219,6 +219,48 @@ def test_a_partition_whose_neighbours_are_busy_rests_as_an_empty_one(master, fet
         # Before: about one fetch per message the busy partition received (~1 500).
         # Resting as an empty partition does, one per 400 ms once the ramp is over.
         assert 0 < len(during) < 150, (key, len(during), ended - started)
+
+
+def test_a_sibling_that_finds_the_store_grown_ends_the_short_rests_and_nothing_is_lost(master):
+    # The 4 partitions share one store: a reply for any of them shows where its index
+    # ends, and a partition resting after "nothing new" is fetched at once when that end
+    # moved on (behaviour.md §3.8.1). At a trickle over every partition such early ends
+    # are common; each delivers what it finds exactly once.
+    marker = unique("sib")
+    with (
+        tubemq.Consumer(
+            master=master, group=unique("g"), topics=[CONFIRM_TOPIC], consume_from="latest",
+            **FAST,
+        ) as consumer,
+        tubemq.Producer(master=master) as producer,
+    ):  # fmt: skip
+        producer.publish(CONFIRM_TOPIC)
+        joined(consumer)
+        keys = [partition.key for partition in producer.partitions(CONFIRM_TOPIC)]
+        assert len(keys) == 4
+        count, sent, got = 400, [], []
+
+        def send() -> None:
+            for i in range(count):
+                value = f"{marker}-{i}".encode()
+                producer.send_async(CONFIRM_TOPIC, value, partition=keys[i % 4])
+                sent.append(value)
+                time.sleep(0.002)
+            producer.flush(timeout=30)
+
+        sender = threading.Thread(target=send)
+        before = consumer.metrics()["rests_cut_short"]
+        sender.start()
+        deadline = time.monotonic() + 60
+        while len(got) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and bytes(message).startswith(marker.encode()):
+                got.append(bytes(message))
+                consumer.commit(message)
+        sender.join()
+        cut_short = consumer.metrics()["rests_cut_short"] - before
+    assert sorted(got) == sorted(sent) and len(got) == count  # each once
+    assert cut_short > 0
 
 
 def test_a_member_without_partitions_waits_out_the_poll_timeout_without_spinning(master, fetch_log):

@@ -150,6 +150,7 @@ class Consumer {
     uint64_t rebalance_events = 0;  // events processed (each CONNECT or DISCONNECT)
     uint64_t fetches = 0;           // fetches the broker answered
     uint64_t fetch_errors = 0;      // fetches failed in transport or with an error code
+    uint64_t rests_cut_short = 0;   // short rests a sibling's reply ended (StoreWatch)
     uint64_t batches = 0;           // batches handed to the application
     uint64_t messages = 0;
     uint64_t bytes = 0;             // message body bytes

@@ -199,6 +199,7 @@ Consumer::Counters Consumer::Impl::counters() const {
   out.rebalance_events = read(counters_.rebalance_events);
   out.fetches = read(counters_.fetches);
   out.fetch_errors = read(counters_.fetch_errors);
+  out.rests_cut_short = read(counters_.rests_cut_short);
   out.batches = read(counters_.batches);
   out.messages = read(counters_.messages);
   out.bytes = read(counters_.bytes);

@@ -19,6 +19,7 @@
 #include "codec/rpc_envelope.h"
 #include "consumer/membership.h"
 #include "consumer/rmt_data_cache_csm.h"
+#include "consumer/store_watch.h"
 #include "flowctrl/flow_ctrl_rule_handler.h"
 #include "flowctrl/partition_pacer.h"
 #include "net/connection_tracker.h"
@@ -125,6 +126,9 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
                         std::chrono::microseconds rest);
   // Ends a rest in use: the partition's next fetch, unless the cache says otherwise.
   void FetchAgain(const std::string& key, uint64_t token);
+  // A reply for `key` showed its store's index reaching `max_offset`: its siblings
+  // resting since before that fetch now (StoreWatch).
+  void WakeSiblings(const std::string& key, const std::optional<int64_t>& max_offset);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
                     const Status& transport, codec::RpcReply&& reply);
   // Settles a batch no message of which reaches the application, from the I/O thread.
@@ -157,8 +161,8 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   // Counted from I/O threads and application threads alike, so each is atomic.
   struct AtomicCounters {
     std::atomic<uint64_t> registrations{0}, heartbeats_ok{0}, heartbeats_failed{0},
-        rebalance_events{0}, fetches{0}, fetch_errors{0}, batches{0}, messages{0}, bytes{0},
-        commits{0}, commit_failures{0};
+        rebalance_events{0}, fetches{0}, fetch_errors{0}, rests_cut_short{0}, batches{0},
+        messages{0}, bytes{0}, commits{0}, commit_failures{0};
   };
   static void Count(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     counter.fetch_add(by, std::memory_order_relaxed);
@@ -176,6 +180,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> sweep_timer_;
   consumer::RmtDataCacheCsm cache_;
+  consumer::StoreWatch store_watch_;  // short rests that a sibling's reply may end
   flowctrl::FlowCtrlRuleHandler flow_rules_;
 
   mutable std::mutex mutex_;

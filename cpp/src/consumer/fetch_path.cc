@@ -202,7 +202,7 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
   if (code != 200) {
     outcome.default_delay_ms =
         DelayForCode(code, fetched.min_limit_time, options_.msg_not_found_wait_ms);
-    int64_t delay = outcome.default_delay_ms;
+    std::chrono::microseconds delay{};
     int32_t empty_fetches = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -220,18 +220,18 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
       // partition is in our hands). Not at the first empty fetch: at a steady trickle
       // every batch is followed by one, and the next batch's reply carries the offsets
       // anyway.
-      CommitHeld(partition, selection.token, std::chrono::milliseconds(delay),
-                 /*already_counted=*/true);
+      CommitHeld(partition, selection.token, delay, /*already_counted=*/true);
     } else if (code == 404) {
-      RestAfterNothing(key, selection.token, std::chrono::milliseconds(delay));
+      RestAfterNothing(key, selection.token, delay);
     } else {
-      cache_.Release(key, selection.token, true, std::chrono::milliseconds(delay));
+      cache_.Release(key, selection.token, true, delay);
     }
     // "Nothing new" is no news for the application; other refusals are.
     if (code != 404) report(Status(static_cast<ErrorCode>(code), fetched.err_msg));
     return;
   }
 
+  WakeSiblings(key, fetched.max_offset);  // first: their fetches leave before this batch parks
   cache_.UpdateOffsets(key, {fetched.curr_offset.value_or(-1), fetched.max_offset.value_or(-1)});
   TakeRiddenCommit(key);  // this reply's offsets include it
   if (fetched.corrupt > 0) {
@@ -295,11 +295,23 @@ void Consumer::Impl::FetchAgain(const std::string& key, uint64_t token) {
 
 void Consumer::Impl::RefetchAfterRest(const std::string& key, uint64_t token,
                                       std::chrono::microseconds rest) {
+  // A sibling's reply may end the rest first (WakeSiblings); the timer then finds it over.
+  const uint64_t rest_id = store_watch_.Rest(key, token);
   auto timer = std::make_shared<asio::steady_timer>(engine_->io(), rest);
   std::weak_ptr<Impl> weak = shared_from_this();
-  timer->async_wait([timer, weak, key, token](const asio::error_code&) {
-    if (const auto self = weak.lock()) self->FetchAgain(key, token);
+  timer->async_wait([timer, weak, key, token, rest_id](const asio::error_code&) {
+    const auto self = weak.lock();
+    if (self && self->store_watch_.Expire(key, rest_id)) self->FetchAgain(key, token);
   });
+}
+
+void Consumer::Impl::WakeSiblings(const std::string& key,
+                                  const std::optional<int64_t>& max_offset) {
+  if (!max_offset) return;  // 404 replies carry no offsets on 2.4.0
+  for (const auto& [sibling, token] : store_watch_.Reached(key, *max_offset)) {
+    Count(counters_.rests_cut_short);
+    FetchAgain(sibling, token);
+  }
 }
 
 pb::CommitOffsetRequestC2B Consumer::Impl::CommitRequest(const meta::Partition& partition,
@@ -407,9 +419,10 @@ std::chrono::microseconds Consumer::Impl::PacingDelayAfterConfirm(const std::str
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - booked->second.replied)
           .count();
   auto pacer = pacers_.try_emplace(key, !options_.topics.at(topic).empty()).first;
-  const int64_t delay = pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
+  const std::chrono::microseconds delay =
+      pacer->second.DelayAfter(outcome, flow_rules_.Snapshot(), NowMs());
   booked_.erase(booked);
-  if (delay > 0) return std::chrono::milliseconds(delay);
+  if (delay.count() > 0) return delay;
   return flowctrl::CaughtUpRest(outcome, options_.msg_not_found_wait_ms);
 }
 

@@ -7,7 +7,7 @@
 namespace tubemq::consumer {
 namespace {
 
-// Rests are honoured to the millisecond: the short waits of an empty streak's start
+// Rests are honoured as given, to the microsecond: the short waits of an empty streak's start
 // (flowctrl::EmptyStreakWait) are what keeps an idle partition from being fetched in a
 // tight loop.
 constexpr std::chrono::milliseconds kImmediate{0};

@@ -12,11 +12,12 @@ constexpr int64_t kSlicesPerMinute = 12;
 
 }  // namespace
 
-int64_t EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
-  if (empty_fetches <= 0) return 0;
-  // 1, 2, 4, ... ms: the shift stops growing long before it could overflow.
+std::chrono::microseconds EmptyStreakWait(int32_t empty_fetches, int64_t ceiling_ms) {
+  if (empty_fetches <= 0) return std::chrono::microseconds(0);
+  // 0.5, 1, 2, ... ms: the shift stops growing long before it could overflow.
   const int shift = std::min(empty_fetches - 1, 30);
-  return std::min(ceiling_ms, int64_t{1} << shift);
+  return std::min<std::chrono::microseconds>(kFirstEmptyRest * (int64_t{1} << shift),
+                                             std::chrono::milliseconds(ceiling_ms));
 }
 
 std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms) {
@@ -52,8 +53,9 @@ void PartitionPacer::Refresh(const RuleSnapshot& rules, int64_t now_ms) {
   next_slice_ms_ = now_ms + kSlicePeriodMs;
 }
 
-int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapshot& rules,
-                                   int64_t now_ms) {
+std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome,
+                                                     const RuleSnapshot& rules, int64_t now_ms) {
+  const auto ms = [](int64_t delay_ms) { return std::chrono::microseconds(delay_ms * 1000); };
   if (outcome.lag >= 0) last_lag_ = outcome.lag;
   // Windows roll over before the batch is counted, so the batch that opens a window
   // counts in it (upstream drops it; pacing is local, either is allowed).
@@ -67,7 +69,7 @@ int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapsh
   slice_bytes_ += outcome.batch_bytes;
 
   const int64_t fallback = outcome.default_delay_ms;
-  if (outcome.code != 200 && outcome.code != 404) return fallback;
+  if (outcome.code != 200 && outcome.code != 404) return ms(fallback);
 
   const FlowCtrlRules& source =
       rules.group->has_frequency_rules() ? *rules.group : *rules.cluster_default;
@@ -81,27 +83,27 @@ int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapsh
     // partition rests by how long it has been quiet, and backs off to the ceiling even
     // while its neighbours are busy. An operator's frequency rules count such a read as
     // an empty fetch.
-    if (outcome.escaped) return 0;
-    if (over_limit) return std::max<int64_t>(limit_pause_ms_, fallback);
+    if (outcome.escaped) return ms(0);
+    if (over_limit) return ms(std::max<int64_t>(limit_pause_ms_, fallback));
     if (source.has_frequency_rules()) {
-      return source.FrequencyPause(++empty_fetches_, static_cast<int32_t>(fallback));
+      return ms(source.FrequencyPause(++empty_fetches_, static_cast<int32_t>(fallback)));
     }
     const int64_t wait = QuietWait(now_ms - last_data_ms_, fallback);
     if (wait == 0) empty_fetches_ = 0;  // active: as after data
-    return wait;
+    return ms(wait);
   }
   if (outcome.batch_bytes > 0) last_data_ms_ = now_ms;
   empty_fetches_ = outcome.batch_bytes == 0 && outcome.code != 200 ? empty_fetches_ + 1 : 0;
   if (empty_fetches_ > 0) {
     // An operator's frequency rules are obeyed as written, with the full wait between
     // them; without any, the wait grows with the empty streak up to that ceiling.
-    const int64_t wait = source.has_frequency_rules() || outcome.code != 404
-                             ? fallback
-                             : EmptyStreakWait(empty_fetches_, fallback);
-    return source.FrequencyPause(empty_fetches_, static_cast<int32_t>(wait));
+    if (source.has_frequency_rules() || outcome.code != 404) {
+      return ms(source.FrequencyPause(empty_fetches_, static_cast<int32_t>(fallback)));
+    }
+    return EmptyStreakWait(empty_fetches_, fallback);
   }
-  if (outcome.escaped) return 0;
-  if (over_limit) return std::max<int64_t>(limit_pause_ms_, fallback);
+  if (outcome.escaped) return ms(0);
+  if (over_limit) return ms(std::max<int64_t>(limit_pause_ms_, fallback));
   if (outcome.code == 200) {
     int64_t pace = -1;
     if (filter_consumer_ && low_fetch_.filter_ms >= 0) {
@@ -109,9 +111,9 @@ int64_t PartitionPacer::DelayAfter(const FetchOutcome& outcome, const RuleSnapsh
     } else if (!filter_consumer_ && low_fetch_.normal_ms >= 0) {
       pace = low_fetch_.normal_ms;
     }
-    if (pace >= 0) return std::max<int64_t>(0, pace - outcome.processing_ms);
+    if (pace >= 0) return ms(std::max<int64_t>(0, pace - outcome.processing_ms));
   }
-  return fallback;
+  return ms(fallback);
 }
 
 }  // namespace tubemq::flowctrl
