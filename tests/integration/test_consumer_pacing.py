@@ -9,11 +9,13 @@ time it was written at.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -146,6 +148,23 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
                 consumer.commit(batch[-1])
 
 
+@contextlib.contextmanager
+def consumer_and_producer(
+    master: str, topic: str
+) -> Iterator[tuple[tubemq.Consumer, tubemq.Producer]]:
+    """A consumer of a new group holding every partition of ``topic`` from its end, and
+    a producer that published it."""
+    with (
+        tubemq.Consumer(
+            master=master, group=unique("g"), topics=[topic], consume_from="latest", **FAST
+        ) as consumer,
+        tubemq.Producer(master=master) as producer,
+    ):
+        producer.publish(topic)
+        joined(consumer)
+        yield consumer, producer
+
+
 def test_an_empty_topic_backs_off_to_msg_not_found_wait_and_no_further(master, fetch_log):
     # Scenario 19 with default settings (msg_not_found_wait_ms 400), paced adaptively
     # (issue 26): each partition's empty streak waits 0.5, 1, 2 ... ms, then 400 ms.
@@ -177,15 +196,7 @@ def test_a_partition_whose_neighbours_are_busy_rests_as_an_empty_one(master, fet
     # partition was fetched once for every message its busy neighbour received; at the
     # end of the index it now rests as an empty one does. Nothing sent is lost.
     marker = unique("busy")
-    with (
-        tubemq.Consumer(
-            master=master, group=unique("g"), topics=[CONFIRM_TOPIC], consume_from="latest",
-            **FAST,
-        ) as consumer,
-        tubemq.Producer(master=master) as producer,
-    ):  # fmt: skip
-        producer.publish(CONFIRM_TOPIC)
-        joined(consumer)
+    with consumer_and_producer(master, CONFIRM_TOPIC) as (consumer, producer):
         busy = producer.partitions(CONFIRM_TOPIC)[0].key
         count, sent, got = 1500, set(), set()
 
@@ -227,15 +238,7 @@ def test_a_sibling_that_finds_the_store_grown_ends_the_short_rests_and_nothing_i
     # moved on (behaviour.md §3.8.1). At a trickle over every partition such early ends
     # are common; each delivers what it finds exactly once.
     marker = unique("sib")
-    with (
-        tubemq.Consumer(
-            master=master, group=unique("g"), topics=[CONFIRM_TOPIC], consume_from="latest",
-            **FAST,
-        ) as consumer,
-        tubemq.Producer(master=master) as producer,
-    ):  # fmt: skip
-        producer.publish(CONFIRM_TOPIC)
-        joined(consumer)
+    with consumer_and_producer(master, CONFIRM_TOPIC) as (consumer, producer):
         keys = [partition.key for partition in producer.partitions(CONFIRM_TOPIC)]
         assert len(keys) == 4
         count, sent, got = 400, [], []
