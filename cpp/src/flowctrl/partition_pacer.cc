@@ -6,6 +6,10 @@
 namespace tubemq::flowctrl {
 namespace {
 
+// Delays are kept in microseconds; the rules and codes give whole milliseconds, which
+// convert on return.
+using std::chrono::milliseconds;
+
 constexpr int64_t kRefreshPeriodMs = 60000;
 constexpr int64_t kSlicePeriodMs = 5000;
 constexpr int64_t kSlicesPerMinute = 12;
@@ -55,7 +59,6 @@ void PartitionPacer::Refresh(const RuleSnapshot& rules, int64_t now_ms) {
 
 std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome,
                                                      const RuleSnapshot& rules, int64_t now_ms) {
-  const auto ms = [](int64_t delay_ms) { return std::chrono::microseconds(delay_ms * 1000); };
   if (outcome.lag >= 0) last_lag_ = outcome.lag;
   // Windows roll over before the batch is counted, so the batch that opens a window
   // counts in it (upstream drops it; pacing is local, either is allowed).
@@ -69,7 +72,7 @@ std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome
   slice_bytes_ += outcome.batch_bytes;
 
   const int64_t fallback = outcome.default_delay_ms;
-  if (outcome.code != 200 && outcome.code != 404) return ms(fallback);
+  if (outcome.code != 200 && outcome.code != 404) return milliseconds(fallback);
 
   const FlowCtrlRules& source =
       rules.group->has_frequency_rules() ? *rules.group : *rules.cluster_default;
@@ -83,27 +86,28 @@ std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome
     // partition rests by how long it has been quiet, and backs off to the ceiling even
     // while its neighbours are busy. An operator's frequency rules count such a read as
     // an empty fetch.
-    if (outcome.escaped) return ms(0);
-    if (over_limit) return ms(std::max<int64_t>(limit_pause_ms_, fallback));
+    if (outcome.escaped) return milliseconds(0);
+    if (over_limit) return milliseconds(std::max<int64_t>(limit_pause_ms_, fallback));
     if (source.has_frequency_rules()) {
-      return ms(source.FrequencyPause(++empty_fetches_, static_cast<int32_t>(fallback)));
+      return milliseconds(source.FrequencyPause(++empty_fetches_, static_cast<int32_t>(fallback)));
     }
     const int64_t wait = QuietWait(now_ms - last_data_ms_, fallback);
     if (wait == 0) empty_fetches_ = 0;  // active: as after data
-    return ms(wait);
+    return milliseconds(wait);
   }
   if (outcome.batch_bytes > 0) last_data_ms_ = now_ms;
   empty_fetches_ = outcome.batch_bytes == 0 && outcome.code != 200 ? empty_fetches_ + 1 : 0;
   if (empty_fetches_ > 0) {
     // An operator's frequency rules are obeyed as written, with the full wait between
     // them; without any, the wait grows with the empty streak up to that ceiling.
-    if (source.has_frequency_rules() || outcome.code != 404) {
-      return ms(source.FrequencyPause(empty_fetches_, static_cast<int32_t>(fallback)));
+    // (Only a 404 gets here: other codes returned above, and a 200 ends the streak.)
+    if (source.has_frequency_rules()) {
+      return milliseconds(source.FrequencyPause(empty_fetches_, static_cast<int32_t>(fallback)));
     }
     return EmptyStreakWait(empty_fetches_, fallback);
   }
-  if (outcome.escaped) return ms(0);
-  if (over_limit) return ms(std::max<int64_t>(limit_pause_ms_, fallback));
+  if (outcome.escaped) return milliseconds(0);
+  if (over_limit) return milliseconds(std::max<int64_t>(limit_pause_ms_, fallback));
   if (outcome.code == 200) {
     int64_t pace = -1;
     if (filter_consumer_ && low_fetch_.filter_ms >= 0) {
@@ -111,9 +115,9 @@ std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome
     } else if (!filter_consumer_ && low_fetch_.normal_ms >= 0) {
       pace = low_fetch_.normal_ms;
     }
-    if (pace >= 0) return ms(std::max<int64_t>(0, pace - outcome.processing_ms));
+    if (pace >= 0) return milliseconds(std::max<int64_t>(0, pace - outcome.processing_ms));
   }
-  return ms(fallback);
+  return milliseconds(fallback);
 }
 
 }  // namespace tubemq::flowctrl
