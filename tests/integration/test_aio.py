@@ -45,6 +45,28 @@ def test_concurrent_sends_and_async_iteration_deliver_every_message(master, topi
     assert {result.message_id for result in results} == received
 
 
+@pytest.mark.parametrize("window", [2, 8])
+def test_a_send_made_as_the_previous_outcome_arrives_never_finds_the_window_full(
+    master, topics, window
+):
+    # Each send waits for a place, and a place frees as an outcome reaches the loop. The
+    # I/O thread used to give the native place back only after it had handed the outcome
+    # on, so the next send could find the window full (QueueFullError) a few times in
+    # 10 000 sends.
+    topic = topics[4]
+
+    async def scenario() -> list[BaseException]:
+        async with tubemq.aio.Producer(master=master, max_in_flight=window) as producer:
+            await producer.publish(topic)
+            outcomes = await asyncio.gather(
+                *(producer.send(topic, b"w%d" % i) for i in range(10_000)),
+                return_exceptions=True,
+            )
+        return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+
+    assert asyncio.run(scenario()) == []
+
+
 def test_the_loop_keeps_running_while_a_poll_waits(master, topics):
     async def scenario() -> tuple[int, float, int]:
         ticks = 0

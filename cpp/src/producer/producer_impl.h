@@ -97,8 +97,12 @@ class Producer::Impl : public std::enable_shared_from_this<Impl>,
                   bool counted = false);
   // Called with mutex_ held, whenever topics_ changes: rebuilds targets_.
   void RebuildTargets();
-  void ReleaseSendSlot();
-  // Runs `then` once no send is in flight, or when `deadline` passes.
+  // A finished send leaves the window in two steps: FreeSendSlot() before its callback,
+  // SendFinished() after it. A close waits for both (WhenDrained).
+  void FreeSendSlot();
+  void SendFinished();
+  // Runs `then` once no send is in flight or running its callback, or when `deadline`
+  // passes.
   void WhenDrained(std::chrono::milliseconds deadline, std::function<void()> then);
   void SignIfNeeded(pb::MasterCertificateInfo& certificate) const;
   // Tokens and settings the master hands out; called with mutex_ held.
@@ -152,6 +156,7 @@ class Producer::Impl : public std::enable_shared_from_this<Impl>,
   producer::PartitionRouter router_;
   producer::BrokerShield shield_;
   int32_t in_flight_ = 0;
+  int32_t finishing_ = 0;      // sends out of the window whose callback still runs
   int32_t slot_waiters_ = 0;  // threads inside AcquireSendSlot()
   // How many places must be free before a waiting sender is woken: 1 for small windows
   // (as before), up to 256 for large ones.

@@ -106,34 +106,42 @@ int32_t Producer::Impl::InFlight() const {
   return in_flight_;
 }
 
-void Producer::Impl::ReleaseSendSlot() {
-  std::function<void()> drained;
+void Producer::Impl::FreeSendSlot() {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (in_flight_ > 0) --in_flight_;
+    ++finishing_;
     // A sender waiting on a full window is woken once a batch of places is free (or
     // none is in use), not on every reply: waking it per reply cost a context switch
     // per message, and it then sent one message per wake. Its wait re-checks the window
     // at its deadline, so a bounded wait still takes a place that freed meanwhile.
     wake = slot_waiters_ > 0 &&
            (options_.max_in_flight - in_flight_ >= SlotWakeBatch() || in_flight_ == 0);
+  }
+  if (wake) slot_freed_.notify_all();
+}
+
+void Producer::Impl::SendFinished() {
+  std::function<void()> drained;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --finishing_;
     // Only the last send out takes the close's continuation. (Clearing it on every
     // release dropped it whenever close() began with two or more sends in flight; the
     // close then waited for its safety timer, the RPC timeout, 10 s by default.)
-    if (in_flight_ == 0 && on_drained_) {
+    if (in_flight_ == 0 && finishing_ == 0 && on_drained_) {
       drained = std::move(on_drained_);
       on_drained_ = nullptr;
     }
   }
-  if (wake) slot_freed_.notify_all();
   if (drained) drained();
 }
 
 void Producer::Impl::WhenDrained(std::chrono::milliseconds deadline, std::function<void()> then) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (in_flight_ > 0) {
+    if (in_flight_ > 0 || finishing_ > 0) {
       // Whichever comes first, the last reply or the deadline, runs `then`, once. The
       // drain also cancels the deadline's wait: left pending, it kept the I/O service
       // busy, and stopping the service (the last client's close) waits up to 1 s for
@@ -398,12 +406,17 @@ void Producer::Impl::FinishSend(const std::shared_ptr<SendJob>& job, const Statu
     std::lock_guard<std::mutex> lock(mutex_);
     ++(status.ok() ? counters_.sent_ok : counters_.sent_failed);
   }
+  // The place is free before anyone hears the outcome: whoever learns of it may send
+  // again at once, and must find the window open. (Freed after the callback, a send made
+  // on hearing of the previous one, from the delivery thread or an asyncio loop, could be
+  // refused as a full window while this I/O thread had yet to give the place back.)
+  FreeSendSlot();
   if (job->callback) {
     SendCallback callback = std::move(job->callback);
     job->callback = nullptr;
     callback(status, std::move(result));
   }
-  ReleaseSendSlot();
+  SendFinished();
 }
 
 void Producer::Impl::SignIfNeeded(pb::MasterCertificateInfo& certificate) const {
