@@ -34,12 +34,7 @@ class PyConsumer {
     Check(consumer_->Usable());
   }
   ~PyConsumer() {
-    if (Py_IsInitialized() && !InterpreterFinalizing()) {
-      py::gil_scoped_release release;
-      consumer_.reset();
-    } else {
-      consumer_.reset();
-    }
+    DestroyClient(consumer_);
   }
 
   void Start(std::optional<double> timeout) {

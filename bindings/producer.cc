@@ -64,12 +64,7 @@ class PyProducer {
       // producer abandons its own state the same way).
       new std::shared_ptr<DeliveryQueue>(std::move(deliveries_));
     }
-    if (Py_IsInitialized() && !InterpreterFinalizing()) {
-      py::gil_scoped_release release;
-      producer_.reset();
-    } else {
-      producer_.reset();
-    }
+    DestroyClient(producer_);
   }
 
   void Start(std::optional<double> timeout) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <future>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -59,6 +60,53 @@ auto WithoutGil(Work&& work) -> decltype(work()) {
     PyEval_RestoreThread(state);
     if (failure) std::rethrow_exception(failure);
     return std::move(*result);
+  }
+}
+
+// Whether this thread is one that interpreter finalization may end: a daemon thread, or
+// one Python did not start (threading counts it as a daemon). Finalization waits for
+// the main thread and for every other thread. Called with the GIL held; an error
+// answers true, the careful answer.
+inline bool FinalizationMayEndThisThread() {
+  PyObject* error_type = nullptr;
+  PyObject* error_value = nullptr;
+  PyObject* error_traceback = nullptr;
+  PyErr_Fetch(&error_type, &error_value, &error_traceback);  // a destructor may run
+  int daemon = 1;                                           // while one is raised
+  PyObject* name = PyUnicode_FromString("threading");
+  PyObject* threading = name != nullptr ? PyImport_GetModule(name) : nullptr;
+  Py_XDECREF(name);
+  if (threading != nullptr) {
+    if (PyObject* current = PyObject_CallMethod(threading, "current_thread", nullptr)) {
+      if (PyObject* flag = PyObject_GetAttrString(current, "daemon")) {
+        daemon = PyObject_IsTrue(flag);
+        Py_DECREF(flag);
+      }
+      Py_DECREF(current);
+    }
+    Py_DECREF(threading);
+  }
+  PyErr_Clear();
+  PyErr_Restore(error_type, error_value, error_traceback);
+  return daemon != 0;
+}
+
+// Destroys a native client, which may wait for its close (up to about 1.5 s for one
+// dropped without close()), from a destructor called with the GIL held. It lets the GIL
+// go for the wait only where taking it back is safe. A thread that takes the GIL back
+// after finalization began is ended by pthread_exit(), a forced unwind, and unwinding
+// through a destructor (always noexcept) calls std::terminate: "terminate called
+// without an active exception" at exit, when a daemon thread dropped the last
+// reference to a client as the interpreter exited. Such a thread, and every thread
+// once finalization began, destroys the client with the GIL held.
+template <typename Client>
+void DestroyClient(std::unique_ptr<Client>& client) {
+  if (!client) return;
+  if (Py_IsInitialized() && !InterpreterFinalizing() && !FinalizationMayEndThisThread()) {
+    pybind11::gil_scoped_release release;
+    client.reset();
+  } else {
+    client.reset();
   }
 }
 
