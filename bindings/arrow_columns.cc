@@ -11,6 +11,7 @@
 
 #include "errors.h"
 #include "tubemq/utf8.h"
+#include "wait.h"
 
 namespace py = pybind11;
 
@@ -87,8 +88,7 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
   std::string value_offsets;
   StringColumn types, times, keys, items;
   std::string ids, attr_offsets;
-  {
-    py::gil_scoped_release release;
+  WithoutGil([&] {
     value_offsets.reserve((count + 1) * sizeof(int32_t));
     int32_t position = 0;
     value_offsets.append(reinterpret_cast<const char*>(&position), sizeof position);
@@ -141,7 +141,7 @@ py::tuple ArrowColumns(const ReceivedBatch& batch) {
       }
       attr_offsets.append(reinterpret_cast<const char*>(&pair_count), sizeof pair_count);
     }
-  }
+  });
   py::tuple values = py::make_tuple(py::bytes(value_offsets), body, py::none(), 0);
   return py::make_tuple(count, values, py::bytes(ids), types.ToPython(),
                         times.ToPython(),

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "wait.h"
+
 namespace py = pybind11;
 
 namespace tubemq::bindings {
@@ -87,15 +89,14 @@ py::tuple BatchValues(const ReceivedBatch& batch) {
         PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(total)));
     if (!copy) throw py::error_already_set();
     char* out = PyBytes_AS_STRING(copy.ptr());
-    {
+    WithoutGil([&] {
       // The caller's reference to the batch keeps its bytes alive meanwhile.
-      py::gil_scoped_release release;
       for (const auto& message : batch.messages) {
         if (message.body.empty()) continue;
         std::memcpy(out, message.body.data(), message.body.size());
         out += message.body.size();
       }
-    }
+    });
     data = std::move(copy);
   }
   return py::make_tuple(py::memoryview(data), py::memoryview(py::cast(std::move(offsets))));
