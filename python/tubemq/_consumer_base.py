@@ -459,6 +459,21 @@ class ConsumerBase(Generic[Item]):
         """Whether the next poll() can return a message (record) without waiting."""
         return bool(len(self._cursor) or self._records)
 
+    def _fetch_ahead(self, timeout: float) -> bool:
+        """Waits up to ``timeout`` for the next batch and keeps it for poll(), handing
+        out nothing; returns whether poll(0) now has a message (record) at hand.
+
+        For a front end that waits on another thread than the one it hands messages out
+        on (tubemq.aio): if the caller gives up the wait (a cancelled task), the batch
+        stays here for the next poll() instead of being handed out to nobody, where a
+        commit (or auto_commit) would then have confirmed it unread."""
+        if self._buffered():
+            return True
+        batch = self._next_batch(self._live(), timeout)
+        if batch is not None:
+            self._cursor.load(batch)
+        return self._buffered()
+
     # --- for subclasses ---
 
     def _after_fetch(self, native: _core.Consumer) -> None:

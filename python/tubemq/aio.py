@@ -71,6 +71,13 @@ def _settle(
         outcome.set_result(cast(SendResult, result))
 
 
+def _retrieve_error(fetch: asyncio.Future[bool]) -> None:
+    """Marks a fetch's error as seen: the poll that started it may have been cancelled,
+    and the next poll raises it (or, if there is none, asyncio should not warn)."""
+    if not fetch.cancelled():
+        fetch.exception()
+
+
 class Producer:
     """An asyncio producer. Keys and meaning of the configuration are those of
     :class:`tubemq.Producer`; the blocking ``block_on_full`` is not used."""
@@ -220,6 +227,8 @@ class Consumer(Generic[Item]):
         self._thread = _OneThread("tubemq-aio-consumer")
         self._sync: _SyncConsumer[Item] | None = None
         self._lock: asyncio.Lock | None = None  # one fetch or commit at a time
+        # A fetch whose poll was cancelled, still running on the worker thread.
+        self._fetching: asyncio.Future[bool] | None = None
 
     async def start(self) -> Consumer[Item]:
         """Joins the group (on the worker thread); returns the consumer."""
@@ -229,12 +238,32 @@ class Consumer(Generic[Item]):
         return self
 
     async def poll(self, timeout: float | None = 1.0) -> Item | None:
+        """The next message (record), or None if none arrived within ``timeout``.
+
+        Cancelling it (``asyncio.wait_for``, a task's ``cancel()``) loses nothing: the
+        wait goes on on the worker thread, and what it fetches is handed out by the next
+        poll, which first waits for that fetch to end."""
         timeout = _wait_s(timeout)
         consumer = self._live()
         async with self._serial():
-            if consumer._buffered():
-                return consumer.poll(0)  # already fetched: no wait, no thread hop
-            return await self._thread.run(consumer.poll, timeout)
+            if not consumer._buffered():
+                # Only the fetch runs on the worker thread; messages are handed out here,
+                # on the loop, so a cancelled wait leaves its batch with the consumer.
+                fetching = self._fetching
+                if fetching is None:
+                    fetching = asyncio.ensure_future(
+                        self._thread.run(consumer._fetch_ahead, timeout)
+                    )
+                    fetching.add_done_callback(_retrieve_error)
+                    self._fetching = fetching
+                try:
+                    at_hand = await asyncio.shield(fetching)
+                finally:
+                    if fetching.done():
+                        self._fetching = None
+                if not at_hand:
+                    return None
+            return consumer.poll(0)  # fetched: no wait, no thread hop
 
     async def commit(
         self, message: Committable | None = None, asynchronous: bool | None = None
