@@ -246,16 +246,16 @@ class Consumer(Generic[Item]):
         timeout = _wait_s(timeout)
         consumer = self._live()
         async with self._serial():
-            if not consumer._buffered():
-                # Only the fetch runs on the worker thread; messages are handed out here,
-                # on the loop, so a cancelled wait leaves its batch with the consumer.
-                fetching = self._fetching
-                if fetching is None:
-                    fetching = asyncio.ensure_future(
-                        self._thread.run(consumer._fetch_ahead, timeout)
-                    )
-                    fetching.add_done_callback(_retrieve_error)
-                    self._fetching = fetching
+            # Only the fetch runs on the worker thread; messages are handed out here, on
+            # the loop, so a cancelled wait leaves its batch with the consumer. A fetch
+            # left running by a cancelled poll is waited for first: the worker thread
+            # may still be loading its batch.
+            fetching = self._fetching
+            if fetching is None and not consumer._buffered():
+                fetching = asyncio.ensure_future(self._thread.run(consumer._fetch_ahead, timeout))
+                fetching.add_done_callback(_retrieve_error)
+                self._fetching = fetching
+            if fetching is not None:
                 try:
                     at_hand = await asyncio.shield(fetching)
                 finally:
