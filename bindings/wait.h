@@ -64,31 +64,38 @@ auto WithoutGil(Work&& work) -> decltype(work()) {
 }
 
 // Whether this thread is one that interpreter finalization may end: a daemon thread, or
-// one Python did not start (threading counts it as a daemon). Finalization waits for
-// the main thread and for every other thread. Called with the GIL held; an error
-// answers true, the careful answer.
+// one Python did not start. Finalization waits for the main thread and for every other
+// thread. Called with the GIL held. It reads threading's own table of live threads
+// (ident -> Thread, and the Thread's _daemonic flag) and runs no Python code: code may
+// let the GIL go, and taking it back is the very hazard this avoids. Anything missing
+// or failing answers true, the careful answer.
 inline bool FinalizationMayEndThisThread() {
   PyObject* error_type = nullptr;
   PyObject* error_value = nullptr;
   PyObject* error_traceback = nullptr;
   PyErr_Fetch(&error_type, &error_value, &error_traceback);  // a destructor may run
-  int daemon = 1;                                           // while one is raised
+  int may_end = 1;                                          // while one is raised
   PyObject* name = PyUnicode_FromString("threading");
   PyObject* threading = name != nullptr ? PyImport_GetModule(name) : nullptr;
   Py_XDECREF(name);
   if (threading != nullptr) {
-    if (PyObject* current = PyObject_CallMethod(threading, "current_thread", nullptr)) {
-      if (PyObject* flag = PyObject_GetAttrString(current, "daemon")) {
-        daemon = PyObject_IsTrue(flag);
-        Py_DECREF(flag);
+    PyObject* active = PyObject_GetAttrString(threading, "_active");
+    PyObject* ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    if (active != nullptr && ident != nullptr && PyDict_Check(active)) {
+      if (PyObject* thread = PyDict_GetItemWithError(active, ident)) {  // borrowed
+        if (PyObject* daemonic = PyObject_GetAttrString(thread, "_daemonic")) {
+          if (PyBool_Check(daemonic)) may_end = daemonic == Py_True;
+          Py_DECREF(daemonic);
+        }
       }
-      Py_DECREF(current);
     }
+    Py_XDECREF(ident);
+    Py_XDECREF(active);
     Py_DECREF(threading);
   }
   PyErr_Clear();
   PyErr_Restore(error_type, error_value, error_traceback);
-  return daemon != 0;
+  return may_end != 0;
 }
 
 // Destroys a native client, which may wait for its close (up to about 1.5 s for one
