@@ -205,10 +205,9 @@ class ConsumerBase(Generic[Item]):
         message = self._cursor.take(timeout)
         if message is not None:
             return message
-        batch = self._next_batch(self._live(), timeout)
+        batch = self._next_batch(self._live(), timeout, self._cursor.load)
         if batch is None:
             return None
-        self._cursor.load(batch)
         # None for a batch left empty by local filtering: nothing arrived to hand out.
         return self._cursor.take(0)
 
@@ -258,9 +257,19 @@ class ConsumerBase(Generic[Item]):
             )
         return self._next_batch(native, timeout)
 
-    def _next_batch(self, native: _core.Consumer, timeout: float) -> _core.Batch | None:
+    def _next_batch(
+        self,
+        native: _core.Consumer,
+        timeout: float,
+        keep: Callable[[_core.Batch], None] | None = None,
+    ) -> _core.Batch | None:
         """The next fetched batch, tracked until it is settled (the batches handed out
-        before it committed first, with ``auto_commit``); None after ``timeout``."""
+        before it committed first, with ``auto_commit``); None after ``timeout``.
+
+        ``keep(batch)`` puts it where poll() hands it out from, before it is tracked:
+        tracked first, a KeyboardInterrupt between the two left a batch that counted as
+        handed out whole, and the next commit() or auto_commit confirmed it unread.
+        Kept first, the same interrupt leaves it untracked: rolled back, delivered again."""
         if self._auto_commit:
             self._commit_outstanding(native)
         batch = native.poll(timeout)
@@ -268,6 +277,8 @@ class ConsumerBase(Generic[Item]):
         if batch is None:
             self._warn_if_waiting_for_commits()
             return None
+        if keep is not None:
+            keep(batch)
         self._track(batch)
         return batch
 
@@ -469,9 +480,7 @@ class ConsumerBase(Generic[Item]):
         commit (or auto_commit) would then have confirmed it unread."""
         if self._buffered():
             return True
-        batch = self._next_batch(self._live(), timeout)
-        if batch is not None:
-            self._cursor.load(batch)
+        self._next_batch(self._live(), timeout, self._cursor.load)
         return self._buffered()
 
     # --- for subclasses ---

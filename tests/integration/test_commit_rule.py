@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -476,3 +477,43 @@ def test_a_commit_waits_for_the_broker_only_when_asked_to(master, topics, settin
                 consumer.commit(more, **call)
         at_end = consumer.offsets()[key]
         assert at_end["lag"] == 0 and at_end["offset"] == at_end["max_offset"] > 0, at_end
+
+
+def test_an_interrupt_as_a_batch_arrives_confirms_none_of_it(master, topics):
+    # Ctrl-C lands between two steps of poll(): the fetched batch was tracked, then put
+    # where poll() hands messages out from. Interrupted between the two, the batch
+    # counted as handed out whole, and close() with auto_commit confirmed it unread. Now
+    # it is put in place first: the same interrupt leaves it untracked, rolled back.
+    topic, marker, group = topics[7], unique("kbi"), unique("g")
+    produce(master, topic, marker, 400)
+    interrupted: list[bytes] = []
+    consumer = tubemq.Consumer(
+        master=master, group=group, topics=[topic], consume_from="earliest", **FAST
+    )
+    real_cursor = consumer._cursor
+
+    class InterruptedCursor:
+        """The consumer's cursor, with a KeyboardInterrupt as our first batch arrives."""
+
+        def load(self, batch: Any) -> None:
+            ours = [bytes(m) for m in batch.messages() if bytes(m).startswith(marker.encode())]
+            if ours and not interrupted:
+                interrupted.extend(ours)
+                raise KeyboardInterrupt
+            real_cursor.load(batch)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real_cursor, name)
+
+        def __len__(self) -> int:
+            return len(real_cursor)
+
+    consumer._cursor = InterruptedCursor()  # type: ignore[assignment]
+    deadline = time.monotonic() + 60
+    with pytest.raises(KeyboardInterrupt):
+        while time.monotonic() < deadline:
+            consumer.poll(0.5)
+    assert interrupted, "no batch of ours arrived"
+    consumer.close()  # auto_commit: confirms what was handed out, and nothing else
+    again = read_rest(master, group, topic, marker.encode(), set(interrupted))
+    assert set(interrupted) <= set(again)
