@@ -1,5 +1,6 @@
 // The delivery queue between the I/O threads and Python (bindings/deliveries.h): pure
-// C++, so tested here. A drain lingers for more outcomes, unless a thread waits for one.
+// C++, so tested here. A drain lingers for more outcomes, unless a thread waits for one
+// or none is still to come.
 #include "deliveries.h"
 
 #include <gtest/gtest.h>
@@ -31,8 +32,10 @@ std::future<std::vector<Delivery>> DrainElsewhere(DeliveryQueue& queue) {
                     [&queue] { return queue.Drain(milliseconds(5000), 100); });
 }
 
-// A drain that took an outcome pushed now and lingers for more.
+// A drain that took an outcome pushed now and lingers for more: another send, admitted
+// alongside, is still in flight.
 std::future<std::vector<Delivery>> LingeringDrain(DeliveryQueue& queue, uint64_t token) {
+  EXPECT_TRUE(queue.TryAdmit());
   EXPECT_TRUE(queue.TryAdmit());
   queue.Push(Stored(token, "topic_a", 0));
   auto drained = DrainElsewhere(queue);
@@ -69,6 +72,29 @@ TEST(DeliveryQueue, NothingLingersWhileAThreadWaitsAndLingeringResumesAfter) {
   auto lingering = LingeringDrain(queue, 2);
   queue.Wake();
   ASSERT_EQ(lingering.wait_for(milliseconds(5000)), std::future_status::ready);
+}
+
+TEST(DeliveryQueue, ADrainStopsLingeringWhenTheLastOutcomeStillToComeArrives) {
+  DeliveryQueue queue(100, kLongLinger);
+  auto drained = LingeringDrain(queue, 1);  // one more send is in flight
+  queue.Push(Stored(2, "topic_a", 1));
+  ASSERT_EQ(drained.wait_for(milliseconds(5000)), std::future_status::ready);
+  EXPECT_EQ(drained.get().size(), 2u);
+  // produce() then flush(): the only send's outcome is handed out at once.
+  queue.Settled();
+  ASSERT_TRUE(queue.TryAdmit());
+  queue.Push(Stored(3, "topic_a", 0));
+  auto at_once = DrainElsewhere(queue);
+  ASSERT_EQ(at_once.wait_for(milliseconds(5000)), std::future_status::ready);
+  EXPECT_EQ(at_once.get().size(), 1u);
+}
+
+TEST(DeliveryQueue, ASendThatNeverReachedTheCoreIsNotLingeredFor) {
+  DeliveryQueue queue(100, kLongLinger);
+  auto drained = LingeringDrain(queue, 1);
+  queue.Retract();  // the other send raised before it was handed over
+  ASSERT_EQ(drained.wait_for(milliseconds(5000)), std::future_status::ready);
+  EXPECT_EQ(drained.get().size(), 1u);
 }
 
 TEST(DeliveryQueue, EachOutcomeKeepsWhereItsSendWasStored) {

@@ -118,10 +118,12 @@ class DeliveryTracker:
             with self._changed:
                 self._changed.wait_for(lambda: self.pending() == 0, timeout)
                 return self.pending()
+        # Not counted as waiting for an outcome (waiting()): that would hand a flushed
+        # window's outcomes out a few at a time. The native queue lingers for none once
+        # every outcome is in, so produce() then flush() in a loop pays no linger anyway.
         with self._changed:
             if self._pending and timeout != 0:
-                with self.waiting():  # produce() then flush(), in a loop: no linger
-                    self._changed.wait_for(lambda: not self._pending, timeout)
+                self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
 
     def waiting(self) -> contextlib.AbstractContextManager[None]:
