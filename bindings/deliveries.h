@@ -51,6 +51,7 @@ struct Delivery {
   Status status;
   SendResult result;  // once pushed, its strings are empty: they are in `place`
   std::shared_ptr<const SendPlace> place = nullptr;  // null unless the send succeeded
+  bool forgotten = false;  // settled and dropped from the tracker's table already
 
   // The result as the core reported it.
   SendResult TakeResult() {

@@ -2,9 +2,10 @@
 // native pass with the GIL and the tracker's lock held (tubemq/_delivery.py says when).
 //
 // A handle only the tracker's table refers to cannot be looked at by anyone: nobody
-// holds it, no done-callback or concurrent.futures waiter was registered for it, and
-// the table forgets it once the batch is done. Such a send is settled by forgetting it;
-// no SendResult is made for it. Everything else is settled as a Future would be.
+// holds it, no done-callback or concurrent.futures waiter was registered for it. Such a
+// send, when it has no delivery callback either, is settled by forgetting it at once (no
+// SendResult is made, and the pass that forgets the batch after its callbacks passes it
+// by). Everything else is settled as a Future would be.
 #include "delivery_batch.h"
 
 #include <cstdint>
@@ -36,6 +37,13 @@ class Outcomes {
   uint64_t token(size_t i) const {
     return native_ ? native_->items[i].token : Tuple(i)[0].cast<uint64_t>();
   }
+
+  // Settling dropped it from the table already (a native outcome remembers; for a tuple,
+  // forgetting it again finds nothing, which is not an error).
+  void Forgotten(size_t i) {
+    if (native_) native_->items[i].forgotten = true;
+  }
+  bool IsForgotten(size_t i) const { return native_ && native_->items[i].forgotten; }
 
   // Made at most once per outcome: a native SendResult is moved into its Python object.
   struct Outcome {
@@ -80,8 +88,9 @@ py::object OrNone(py::object value) { return value ? std::move(value) : py::none
 // Records the outcomes of `batch` for the sends `pending` still holds (token to handle,
 // or to None for a send without one); returns what must run once the lock is let go,
 // as (handle, done-callbacks, delivery callback, code, text, SendResult or None) tuples,
-// and how many of the batch's sends were pending. `pending` keeps its entries: they go
-// only after the callbacks ran (forget_deliveries), so that flush() waits for those.
+// and how many of the batch's sends stay pending until then. Those keep their entries:
+// they go only after the callbacks ran (forget_deliveries), so that flush() waits for
+// them. A send nobody can observe, with no callback, goes now: one lookup, not two.
 py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::dict& callbacks,
                            const py::dict& waiters, const py::dict& done_callbacks) {
   Outcomes outcomes(batch);
@@ -94,7 +103,6 @@ py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::
       if (PyErr_Occurred()) throw py::error_already_set();
       continue;  // completed already (by close()) or never queued
     }
-    ++settling;
     // Read before this function takes a reference of its own.
     const bool held_elsewhere = Py_REFCNT(handle) > 1;
     const py::object kept = py::reinterpret_borrow<py::object>(handle);
@@ -108,7 +116,12 @@ py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::
       waiting = Pop(waiters, key);
       observed = held_elsewhere || done || waiting;
     }
-    if (!observed && !callback) continue;
+    if (!observed && !callback) {
+      if (PyDict_DelItem(pending.ptr(), key.ptr()) != 0) throw py::error_already_set();
+      outcomes.Forgotten(i);
+      continue;
+    }
+    ++settling;
     Outcomes::Outcome outcome = outcomes.Take(i);
     if (observed) {
       CompleteSendHandle(handle, outcome.succeeded, outcome.code,
@@ -130,6 +143,7 @@ py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::
 void ForgetDeliveries(py::handle batch, const py::dict& pending) {
   Outcomes outcomes(batch);
   for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes.IsForgotten(i)) continue;
     const py::object key = py::int_(outcomes.token(i));
     if (PyDict_DelItem(pending.ptr(), key.ptr()) != 0) {
       if (!PyErr_ExceptionMatches(PyExc_KeyError)) throw py::error_already_set();
