@@ -217,7 +217,7 @@ def _waiting_thread(waits: FakeWaits, wait: Callable[[], object]) -> threading.T
 def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
     # While a thread waits for an outcome, the native queue hands outcomes out at once
     # instead of lingering for more (DeliveryQueue::Waiting): one send_async().result()
-    # after another took the whole 2 ms linger each. Every wait must end its count,
+    # after another took the whole linger each. Every wait must end its count,
     # however it ends, or the queue would never linger again.
     native, tracker = tracked
     waits = native.waits
