@@ -227,7 +227,8 @@ class Consumer(Generic[Item]):
         self._thread = _OneThread("tubemq-aio-consumer")
         self._sync: _SyncConsumer[Item] | None = None
         self._lock: asyncio.Lock | None = None  # one fetch or commit at a time
-        # A fetch whose poll was cancelled, still running on the worker thread.
+        # The fetch running on the worker thread: the current poll's, or one whose poll
+        # was cancelled, which the next poll waits for first.
         self._fetching: asyncio.Future[bool] | None = None
 
     async def start(self) -> Consumer[Item]:
