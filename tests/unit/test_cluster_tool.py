@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 
@@ -17,6 +19,7 @@ from tubemq.cluster.config_files import BrokerNode, MasterNode, Ports, Topology,
 from tubemq.cluster.local_cluster import _broker_hosts
 from tubemq.cluster.process import BROKER_CLASS, MASTER_CLASS, is_alive
 from tubemq.cluster.tls_keys import TlsFiles
+from tubemq.cluster.workdir_lock import preparing
 
 PORTS = Ports(
     master=1001,
@@ -317,3 +320,68 @@ def test_a_full_jit_cluster_keeps_the_c2_compiler_and_a_test_cluster_does_not(
     assert pid == 4242
     assert ("-XX:TieredStopAtLevel=1" in launched[0]) is not full_jit
     assert "-XX:+UseSerialGC" in launched[0]
+
+
+def test_two_ups_on_one_workdir_make_one_cluster(tmp_path, monkeypatch):
+    # Without a lock, both found no running cluster: the second started a master of its
+    # own on new ports, and failed minutes later with "did not become ready".
+    masters_started, topics_added = [], []
+    first_is_starting = threading.Event()
+
+    def fake_start_master(self, classpath):
+        masters_started.append(self.ports.master)
+        first_is_starting.set()
+        time.sleep(0.5)  # the other up() arrives meanwhile
+        self._set_pid("master-1", 1)
+
+    monkeypatch.setattr("tubemq.cluster.maven.server_classpath", lambda: [])
+    monkeypatch.setattr(LocalCluster, "_start_master", fake_start_master)
+    for step in ("_configure_brokers", "_deploy_topics", "_wait_topics_usable"):
+        monkeypatch.setattr(LocalCluster, step, lambda self, *args: None)
+    monkeypatch.setattr(LocalCluster, "_launch", lambda self, node, classpath: None)
+    monkeypatch.setattr(LocalCluster, "is_running", lambda self: bool(self._state.get("pids")))
+    monkeypatch.setattr(
+        LocalCluster, "add_topics", lambda self, topics: topics_added.append(list(topics))
+    )
+    errors = []
+
+    def up(topic):
+        try:
+            LocalCluster(tmp_path).up([topic])
+        except Exception as error:  # reported below, with the thread's topic
+            errors.append((topic, error))
+
+    first = threading.Thread(target=up, args=("topic_a",))
+    first.start()
+    assert first_is_starting.wait(10)
+    second = threading.Thread(target=up, args=("topic_b",))
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert errors == []
+    assert len(masters_started) == 1  # one cluster
+    assert topics_added == [["topic_b"]]  # the second up() only added its topic
+    assert LocalCluster.load(tmp_path).ports.master == masters_started[0]
+
+
+def test_an_up_that_waited_too_long_for_another_says_which_process_holds_the_workdir(
+    tmp_path,
+):
+    failures = []
+
+    def second_up():
+        try:
+            with preparing(tmp_path, wait_s=0.3):
+                pass
+        except ClusterError as error:
+            failures.append(str(error))
+
+    with preparing(tmp_path):
+        waiter = threading.Thread(target=second_up)
+        waiter.start()
+        waiter.join(10)
+    assert len(failures) == 1
+    assert f"(process {os.getpid()})" in failures[0]
+    assert str(tmp_path) in failures[0]
+    with preparing(tmp_path, wait_s=0.3):  # released when its holder is done
+        pass

@@ -33,6 +33,7 @@ from tubemq.cluster.config_files import (
 )
 from tubemq.cluster.errors import ClusterError
 from tubemq.cluster.tls_keys import make_tls_files
+from tubemq.cluster.workdir_lock import preparing
 
 Node = Union[MasterNode, BrokerNode]
 
@@ -343,6 +344,9 @@ class LocalCluster:
         ``full_jit`` gives the server JVMs their C2 compiler, as in production (kept for
         restarts): a broker then serves about twice the messages per second once warm,
         but starts slower; tests keep the quick-starting C1-only JVMs.
+
+        One ``up()`` runs at a time per workdir: another one (in any process) waits for
+        it, then finds its cluster running and only adds its own topics.
         """
         wanted = _check_topics(topics)
         if not 1 <= partitions <= 100:
@@ -355,85 +359,86 @@ class LocalCluster:
             # The self-signed certificate names 127.0.0.1 only.
             raise ClusterError("tls=True needs the one-master, one-broker cluster on 127.0.0.1")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if (self.workdir / STATE_FILE).exists():
-            running = LocalCluster.load(self.workdir)
-            if running.is_running():
-                # Adding topics to a cluster made otherwise would hide the mismatch.
-                running._refuse_another_kind(masters, brokers, host, tls, full_jit)
-                running.add_topics(wanted)
-                self._state = running._state
-                return
-            running.down()
-            # A new cluster gets new ports; BDB refuses metadata written under old ones.
-            for stale in (
-                "master-meta",
-                "broker-data",
-                *(path.name for path in self.workdir.glob("master-*-meta")),
-                *(path.name for path in self.workdir.glob("broker-*-data")),
-            ):
-                shutil.rmtree(self.workdir / stale, ignore_errors=True)
-        classpath = maven.server_classpath()
-        tls_files = make_tls_files(self.workdir / "tls") if tls else None
-        if single:
-            # The default keeps its loopback-only port choice, as before topologies.
-            count = 9 if tls else 7
-            ports = Ports(
-                *(process.free_ports(count) if host == HOST else _free_ports(count, host))
+        with preparing(self.workdir):
+            if (self.workdir / STATE_FILE).exists():
+                running = LocalCluster.load(self.workdir)
+                if running.is_running():
+                    # Adding topics to a cluster made otherwise would hide the mismatch.
+                    running._refuse_another_kind(masters, brokers, host, tls, full_jit)
+                    running.add_topics(wanted)
+                    self._state = running._state
+                    return
+                running.down()
+                # A new cluster gets new ports; BDB refuses metadata written under old ones.
+                for stale in (
+                    "master-meta",
+                    "broker-data",
+                    *(path.name for path in self.workdir.glob("master-*-meta")),
+                    *(path.name for path in self.workdir.glob("broker-*-data")),
+                ):
+                    shutil.rmtree(self.workdir / stale, ignore_errors=True)
+            classpath = maven.server_classpath()
+            tls_files = make_tls_files(self.workdir / "tls") if tls else None
+            if single:
+                # The default keeps its loopback-only port choice, as before topologies.
+                count = 9 if tls else 7
+                ports = Ports(
+                    *(process.free_ports(count) if host == HOST else _free_ports(count, host))
+                )
+                topology = Topology.single(ports, host)
+            else:
+                topology = _plan_topology(host, masters, broker_hosts)
+                first_master, first_broker = topology.masters[0], topology.brokers[0]
+                ports = Ports(
+                    master=first_master.port,
+                    master_web=first_master.web_port,
+                    master_replication=first_master.replication_port,
+                    broker=first_broker.port,
+                    broker_web=first_broker.web_port,
+                    master_metrics=first_master.metrics_port,
+                    broker_metrics=first_broker.metrics_port,
+                )
+            write_config(
+                self.workdir,
+                topology,
+                dict(master_settings or {}),
+                dict(broker_settings or {}),
+                tls_files,
             )
-            topology = Topology.single(ports, host)
-        else:
-            topology = _plan_topology(host, masters, broker_hosts)
-            first_master, first_broker = topology.masters[0], topology.brokers[0]
-            ports = Ports(
-                master=first_master.port,
-                master_web=first_master.web_port,
-                master_replication=first_master.replication_port,
-                broker=first_broker.port,
-                broker_web=first_broker.web_port,
-                master_metrics=first_master.metrics_port,
-                broker_metrics=first_broker.metrics_port,
-            )
-        write_config(
-            self.workdir,
-            topology,
-            dict(master_settings or {}),
-            dict(broker_settings or {}),
-            tls_files,
-        )
-        if callable(broker_env):
-            broker_env = broker_env(ports)
-        self._state = {
-            "ports": asdict(ports),
-            "host": host,
-            "topology": {
-                "masters": [asdict(m) for m in topology.masters],
-                "brokers": [asdict(b) for b in topology.brokers],
-            },
-            "broker_env": dict(broker_env or {}),
-            "full_jit": full_jit,
-            "pids": {},
-            "topics": [],
-            "partitions": partitions,
-            "topic_settings": dict(topic_settings or {}),
-            "server_version": maven.SERVER_VERSION,
-        }
-        self._save()
-        try:
-            self._start_master(classpath)
-            # Standbys join through master-1, which must already lead the group.
-            launched = time.time()
-            for master in topology.masters[1:]:
-                self._launch(master, classpath)
-            self._configure_brokers(partitions)
-            self._deploy_topics(wanted, partitions)
-            for broker in topology.brokers:
-                self._launch(broker, classpath)
-            self._wait_topics_usable(wanted, partitions)
-            for master in topology.masters[1:]:
-                self._wait_standby(master, launched)
-        except BaseException:
-            self.down()
-            raise
+            if callable(broker_env):
+                broker_env = broker_env(ports)
+            self._state = {
+                "ports": asdict(ports),
+                "host": host,
+                "topology": {
+                    "masters": [asdict(m) for m in topology.masters],
+                    "brokers": [asdict(b) for b in topology.brokers],
+                },
+                "broker_env": dict(broker_env or {}),
+                "full_jit": full_jit,
+                "pids": {},
+                "topics": [],
+                "partitions": partitions,
+                "topic_settings": dict(topic_settings or {}),
+                "server_version": maven.SERVER_VERSION,
+            }
+            self._save()
+            try:
+                self._start_master(classpath)
+                # Standbys join through master-1, which must already lead the group.
+                launched = time.time()
+                for master in topology.masters[1:]:
+                    self._launch(master, classpath)
+                self._configure_brokers(partitions)
+                self._deploy_topics(wanted, partitions)
+                for broker in topology.brokers:
+                    self._launch(broker, classpath)
+                self._wait_topics_usable(wanted, partitions)
+                for master in topology.masters[1:]:
+                    self._wait_standby(master, launched)
+            except BaseException:
+                self.down()
+                raise
 
     def add_topics(self, topics: Iterable[str]) -> None:
         """Creates more topics on a running cluster (each batch takes ~35 s)."""
