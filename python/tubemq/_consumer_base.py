@@ -124,10 +124,11 @@ def _check_keys(partition_keys: object, name: str = "partition_keys") -> list[st
 class _Unsettled:
     """A fetched batch not confirmed to the broker yet, and how much of it is committed."""
 
-    __slots__ = ("batch", "committed", "size", "warned")
+    __slots__ = ("batch", "committed", "context", "size", "warned")
 
     def __init__(self, batch: _core.Batch) -> None:
         self.batch = batch
+        self.context: str = batch.confirm_context
         self.size = len(batch)
         self.committed = 0  # messages 0 .. committed-1 are processed
         self.warned = False
@@ -270,7 +271,7 @@ class ConsumerBase(Generic[Item]):
         tracked first, a KeyboardInterrupt between the two left a batch that counted as
         handed out whole, and the next commit() or auto_commit confirmed it unread.
         Kept first, the same interrupt leaves it untracked: rolled back, delivered again."""
-        if self._auto_commit:
+        if self._auto_commit and self._outstanding:
             self._commit_outstanding(native)
         batch = native.poll(timeout)
         self._after_fetch(native)
@@ -503,7 +504,10 @@ class ConsumerBase(Generic[Item]):
                 _logger.warning("settling %s did not complete: %s", context, error)
 
     def _live(self) -> _core.Consumer:
-        return _lifecycle.usable(self._native, self._pid, self._kind)
+        native = self._native
+        if native is not None and self._pid == _lifecycle.process_pid:
+            return native  # the common case, without a second call: polls are a hot path
+        return _lifecycle.usable(native, self._pid, self._kind)
 
     # --- internals ---
 
@@ -521,18 +525,21 @@ class ConsumerBase(Generic[Item]):
     def _track(self, batch: _core.Batch) -> None:
         # A new batch of a partition whose previous batch is still outstanding here means
         # the core gave that one up (confirm_timeout_ms): it is delivered again.
-        key = batch.partition_key
-        for context, entry in list(self._outstanding.items()):
-            if entry.batch.partition_key == key:
-                del self._outstanding[context]
-                self._remember(context, consumed=False)
-        self._outstanding[batch.confirm_context] = _Unsettled(batch)
+        outstanding = self._outstanding
+        if outstanding:
+            key = batch.partition_key
+            for context, entry in list(outstanding.items()):
+                if entry.batch.partition_key == key:
+                    del outstanding[context]
+                    self._remember(context, consumed=False)
+        entry = _Unsettled(batch)
+        outstanding[entry.context] = entry
 
     def _handed_out(self, entry: _Unsettled) -> int:
         """How many of a batch's messages were handed out: all but those still pending
         (only the batch being handed out has any), and but the pack whose records are
         still being handed out."""
-        context = entry.batch.confirm_context
+        context = entry.context
         handed_out = entry.size
         if self._cursor.batch is entry.batch:
             handed_out -= len(self._cursor)
