@@ -42,7 +42,8 @@ from tubemq.errors import ArgumentTypeError, ConfigError
 SendResult = _core.SendResult
 BytesLike = Union[bytes, bytearray, memoryview]
 MsgTime = Union[str, datetime.datetime, None]
-Partition = Union[str, int, None]
+# A partition key, a partition id, or what partitions() lists (its key is used).
+Partition = Union[str, int, _core.PartitionInfo, None]
 
 
 def _topic_list(topics: str | Iterable[str]) -> list[str]:
@@ -106,11 +107,12 @@ def _check_partition(partition: object, key: object) -> None:
     that it does not come with ``key=`` (two routing rules for one message)."""
     if partition is None:
         return
-    if isinstance(partition, bool) or not isinstance(partition, (str, int)):
+    if isinstance(partition, bool) or not isinstance(partition, (str, int, _core.PartitionInfo)):
         hint = "; decode it first" if isinstance(partition, (bytes, bytearray)) else ""
         raise ArgumentTypeError(
             "partition must be a partition key 'brokerId:topic:partitionId' (str), a "
-            f"partition id (int) or None, got {type(partition).__name__} {partition!r:.60}{hint}",
+            "partition id (int), a PartitionInfo of partitions() or None, got "
+            f"{type(partition).__name__} {partition!r:.60}{hint}",
             key="partition",
         )
     if isinstance(partition, str):
@@ -123,13 +125,15 @@ def _check_partition(partition: object, key: object) -> None:
         )
 
 
-def _resolve_partition(native: _core.Producer, topic: str, partition: str | int) -> str:
+def _resolve_partition(
+    native: _core.Producer, topic: str, partition: str | int | _core.PartitionInfo
+) -> str:
     """The key of the writable partition ``partition`` names, from the partitions the
     master last reported for ``topic``; ConfigError naming ``partition`` when none does
     (or, for a bare id, when brokers share it and the id alone is ambiguous)."""
     writable = native.partitions(topic)
-    if isinstance(partition, str):
-        wanted = partition.strip()
+    if isinstance(partition, (str, _core.PartitionInfo)):
+        wanted = partition.strip() if isinstance(partition, str) else partition.key
         matches = [info.key for info in writable if info.key == wanted]
     else:
         matches = [info.key for info in writable if info.partition_id == partition]
@@ -251,8 +255,8 @@ class Producer:
 
         ``value`` is any bytes-like object (copied once). ``key`` pins the partition by a
         stable hash instead of round robin. ``partition`` sends to exactly that partition
-        (retries included): a partition key ``"brokerId:topic:partitionId"`` or a partition
-        id (int), of a writable partition of the topic (see :meth:`partitions`); not with
+        (retries included): a partition key ``"brokerId:topic:partitionId"``, a partition
+        id (int) or an item of :meth:`partitions`, of a writable partition of the topic; not with
         ``key``. ``msg_type`` is the filter item consumers can
         select on; ``msg_time`` is a ``datetime`` or ``"yyyyMMddHHmm"``.
 

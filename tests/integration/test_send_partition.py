@@ -34,7 +34,9 @@ def test_every_send_lands_on_the_partition_given_by_key_or_id(producer, topics, 
     expected: dict[bytes, str] = {}
     for round_ in range(3):
         for info in partitions:
-            for how, target in (("key", info.key), ("id", info.partition_id)):
+            # What partitions() lists is taken as it is, as a Kafka user passes a
+            # TopicPartition.
+            for how, target in (("key", info.key), ("id", info.partition_id), ("info", info)):
                 value = f"{mark}-{round_}-{how}-{info.key}".encode()
                 result = producer.send(topic, value, partition=target)
                 assert result.partition_key == info.key
@@ -99,8 +101,14 @@ def test_bad_partitions_raise_before_anything_is_sent(master, topics):
     topic = topics[7]
     with tubemq.Producer(master=master) as fresh:
         fresh.publish(topic)
+        fresh.publish(topics[3])
+        of_another_topic = fresh.partitions(topics[3])[0]
         connections = _core.service_state()["connections"]
-        for kwargs, error_class, text in _bad_cases(topic):
+        cases = [
+            *_bad_cases(topic),
+            (dict(partition=of_another_topic), tubemq.ConfigError, "not a writable partition"),
+        ]
+        for kwargs, error_class, text in cases:
             for send in (fresh.send, fresh.send_async):
                 with pytest.raises(error_class) as info:
                     send(topic, b"x", **kwargs)
