@@ -244,6 +244,13 @@ PyObject* NewMessage(PyObject* batch, const ReceivedBatch* data, Py_ssize_t inde
   return reinterpret_cast<PyObject*>(message);
 }
 
+bool MessagePlace(PyObject* object, PyObject** batch, Py_ssize_t* index) {
+  if (Py_TYPE(object) != message_type) return false;  // not a base type: exact check
+  *batch = AsMessage(object)->batch;
+  *index = AsMessage(object)->index;
+  return true;
+}
+
 const ReceivedBatch& BatchData(PyObject* batch) {
   return py::handle(batch).cast<const ReceivedBatch&>();
 }

@@ -13,6 +13,10 @@ namespace tubemq::bindings {
 // error set when out of memory.
 PyObject* NewMessage(PyObject* batch, const ReceivedBatch* data, Py_ssize_t index);
 
+// Where `object` is, if it is a Message: its Batch (borrowed) and its index there.
+// False, with no error set, for anything else.
+bool MessagePlace(PyObject* object, PyObject** batch, Py_ssize_t* index);
+
 // The C++ object of a Batch; throws pybind11::cast_error for anything else.
 const ReceivedBatch& BatchData(PyObject* batch);
 

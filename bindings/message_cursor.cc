@@ -5,6 +5,11 @@
 // more than the whole rest of the hand-out. Each Message is made when it is handed out,
 // not a list of them up front.
 //
+// The cursor also takes the commonest commit of the Kafka loop (poll, process,
+// commit(message)): a message of the batch at hand that is not its last only raises the
+// count of committed messages in the batch's ledger entry (the facade's _Unsettled), in
+// one C call. Made in Python, that commit cost about as much as the poll itself.
+//
 // A cursor belongs to one process: loaded before a fork(), it hands out nothing in the
 // child (the child's consumer then raises ForkedClientError on its slow path). A fork
 // is noticed through a counter bumped by a pthread_atfork handler, so that taking a
@@ -33,6 +38,7 @@ void NoteForkInChild() { fork_generation.fetch_add(1, std::memory_order_relaxed)
 struct CursorObject {
   PyObject_HEAD
   PyObject* batch;            // the Batch at hand (strong reference), or NULL
+  PyObject* entry;            // its ledger entry in the facade (strong reference), or NULL
   const ReceivedBatch* data;  // its C++ object
   Py_ssize_t next;            // index of the next message to hand out
   Py_ssize_t count;           // messages in the batch
@@ -52,11 +58,16 @@ struct IteratorObject {
 IteratorObject* AsIterator(PyObject* self) { return reinterpret_cast<IteratorObject*>(self); }
 
 PyTypeObject* iterator_type = nullptr;  // made once, when the module is imported
+PyObject* committed_name = nullptr;     // "committed", interned once, as the entry names it
+
+// Whether a batch is at hand in this process (not one loaded before a fork()).
+bool Holds(const CursorObject* cursor) {
+  return cursor->batch != nullptr &&
+         cursor->generation == fork_generation.load(std::memory_order_relaxed);
+}
 
 Py_ssize_t Remaining(const CursorObject* cursor) {
-  const bool stale = cursor->generation != fork_generation.load(std::memory_order_relaxed);
-  if (cursor->batch == nullptr || stale) return 0;
-  return cursor->count - cursor->next;
+  return Holds(cursor) ? cursor->count - cursor->next : 0;
 }
 
 // The next message (a new reference), or NULL: without an error set when none is left.
@@ -69,10 +80,12 @@ PyObject* Take(CursorObject* cursor) {
 
 void Clear(CursorObject* cursor) {
   PyObject* batch = cursor->batch;
-  cursor->batch = nullptr;
+  PyObject* entry = cursor->entry;
+  cursor->batch = cursor->entry = nullptr;
   cursor->data = nullptr;
   cursor->next = cursor->count = 0;
-  Py_XDECREF(batch);  // last: dropping the batch may run arbitrary code
+  Py_XDECREF(entry);  // last: dropping them may run arbitrary code
+  Py_XDECREF(batch);
 }
 
 // poll()'s timeout in the form its fast path takes without a Python-level check: None,
@@ -112,7 +125,14 @@ void CursorDealloc(PyObject* self) {
   Py_DECREF(type);  // instances of a heap type hold a reference to it
 }
 
-PyObject* CursorLoad(PyObject* self, PyObject* batch) {
+PyObject* CursorLoad(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "load() takes a Batch and its entry, got %zd arguments",
+                 nargs);
+    return nullptr;
+  }
+  PyObject* batch = args[0];
+  PyObject* entry = args[1];
   const ReceivedBatch* data = nullptr;
   try {
     data = &BatchData(batch);
@@ -121,15 +141,53 @@ PyObject* CursorLoad(PyObject* self, PyObject* batch) {
     return nullptr;
   }
   CursorObject* cursor = AsCursor(self);
-  PyObject* previous = cursor->batch;
+  PyObject* previous_batch = cursor->batch;
+  PyObject* previous_entry = cursor->entry;
   Py_INCREF(batch);
+  Py_INCREF(entry);
   cursor->batch = batch;
+  cursor->entry = entry;
   cursor->data = data;
   cursor->next = 0;
   cursor->count = static_cast<Py_ssize_t>(data->messages.size());
   cursor->generation = fork_generation.load(std::memory_order_relaxed);
-  Py_XDECREF(previous);
+  Py_XDECREF(previous_entry);
+  Py_XDECREF(previous_batch);
   Py_RETURN_NONE;
+}
+
+// commit(message, asynchronous): True when `message` is a Message of the batch at hand
+// other than its last and `asynchronous` is None; its entry's `committed` is then raised
+// to cover it, and nothing else is due (the batch is confirmed with its last message).
+// False for anything else, which the facade's slow path handles (and checks).
+PyObject* CursorCommit(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "commit() takes a message and asynchronous, got %zd "
+                 "arguments", nargs);
+    return nullptr;
+  }
+  CursorObject* cursor = AsCursor(self);
+  PyObject* batch = nullptr;
+  Py_ssize_t index = 0;
+  if (args[1] != Py_None || !Holds(cursor) || cursor->entry == nullptr ||
+      !MessagePlace(args[0], &batch, &index) || batch != cursor->batch ||
+      index + 1 >= cursor->count) {
+    Py_RETURN_FALSE;
+  }
+  PyObject* entry = cursor->entry;
+  Py_INCREF(entry);  // the attribute calls below may run code that reloads the cursor
+  PyObject* current = PyObject_GetAttr(entry, committed_name);
+  const Py_ssize_t committed = current == nullptr ? -1 : PyLong_AsSsize_t(current);
+  Py_XDECREF(current);
+  bool failed = committed == -1 && PyErr_Occurred();
+  if (!failed && committed < index + 1) {
+    PyObject* covered = PyLong_FromSsize_t(index + 1);
+    failed = covered == nullptr || PyObject_SetAttr(entry, committed_name, covered) < 0;
+    Py_XDECREF(covered);
+  }
+  Py_DECREF(entry);
+  if (failed) return nullptr;
+  Py_RETURN_TRUE;
 }
 
 PyObject* CursorClear(PyObject* self, PyObject*) {
@@ -170,9 +228,17 @@ PyObject* GetBatch(PyObject* self, void*) {
 }
 
 PyMethodDef cursor_methods[] = {
-    {"load", CursorLoad, METH_O,
-     PyDoc_STR("load($self, batch, /)\n--\n\nHands out `batch` from its first message on, "
-               "in place of the batch at hand.")},
+    {"load", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(CursorLoad)),
+     METH_FASTCALL,
+     PyDoc_STR("load($self, batch, entry, /)\n--\n\nHands out `batch` from its first "
+               "message on, in place of the batch at hand; commit() marks `entry`, the "
+               "facade's record of it.")},
+    {"commit", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(CursorCommit)),
+     METH_FASTCALL,
+     PyDoc_STR("commit($self, message, asynchronous, /)\n--\n\nTrue when `message` is a "
+               "Message of the batch at hand, not its last, and `asynchronous` is None: "
+               "the entry's `committed` now covers it. False for anything else (the "
+               "caller's slow path).")},
     {"clear", CursorClear, METH_NOARGS,
      PyDoc_STR("clear($self, /)\n--\n\nDrops the batch at hand: nothing is left to hand out.")},
     {"take", CursorTake, METH_O,
@@ -204,7 +270,8 @@ PyType_Slot cursor_slots[] = {
     {0, nullptr},
 };
 
-// Not GC-tracked: it holds only a Batch, which holds no Python object.
+// Not GC-tracked: it holds a Batch, which holds no Python object, and the facade's entry
+// of it, which holds that Batch, its counts and its confirm context: no cycle.
 PyType_Spec cursor_spec = {
     "tubemq._core.MessageCursor", sizeof(CursorObject), 0, Py_TPFLAGS_DEFAULT, cursor_slots,
 };
@@ -292,6 +359,10 @@ PyTypeObject* MakeType(PyType_Spec* spec, const char* name, py::module_& module)
 
 void RegisterMessageCursor(py::module_& module) {
   MakeType(&cursor_spec, "MessageCursor", module);
+  if (committed_name == nullptr) {
+    committed_name = PyUnicode_InternFromString("committed");  // lives as long as the process
+    if (committed_name == nullptr) throw py::error_already_set();
+  }
   iterator_type = MakeType(&iterator_spec, "MessageIterator", module);
   iterator_type->tp_new = nullptr;  // what DISALLOW_INSTANTIATION does, for Python 3.9
   static const bool registered = [] {

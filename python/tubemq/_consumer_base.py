@@ -122,7 +122,10 @@ def _check_keys(partition_keys: object, name: str = "partition_keys") -> list[st
 
 
 class _Unsettled:
-    """A fetched batch not confirmed to the broker yet, and how much of it is committed."""
+    """A fetched batch not confirmed to the broker yet, and how much of it is committed.
+
+    The cursor (``_core.MessageCursor.commit``) raises ``committed`` of the batch at hand
+    itself, by that name, for commit(message) of a message before the batch's last."""
 
     __slots__ = ("batch", "committed", "context", "size", "warned")
 
@@ -262,12 +265,12 @@ class ConsumerBase(Generic[Item]):
         self,
         native: _core.Consumer,
         timeout: float,
-        keep: Callable[[_core.Batch], None] | None = None,
+        keep: Callable[[_core.Batch, _Unsettled], None] | None = None,
     ) -> _core.Batch | None:
         """The next fetched batch, tracked until it is settled (the batches handed out
         before it committed first, with ``auto_commit``); None after ``timeout``.
 
-        ``keep(batch)`` puts it where poll() hands it out from, before it is tracked:
+        ``keep(batch, entry)`` puts it where poll() hands it out from, before it is tracked:
         tracked first, a KeyboardInterrupt between the two left a batch that counted as
         handed out whole, and the next commit() or auto_commit confirmed it unread.
         Kept first, the same interrupt leaves it untracked: rolled back, delivered again."""
@@ -278,9 +281,10 @@ class ConsumerBase(Generic[Item]):
         if batch is None:
             self._warn_if_waiting_for_commits()
             return None
+        entry = _Unsettled(batch)
         if keep is not None:
-            keep(batch)
-        self._track(batch)
+            keep(batch, entry)
+        self._track(entry)
         return batch
 
     def consume(self, max_messages: int = 100, timeout: float | None = 1.0) -> list[Item]:
@@ -343,6 +347,8 @@ class ConsumerBase(Generic[Item]):
         its release at close, rebalance or unassign; a crash before then delivers the batch
         again. ``asynchronous=False`` returns only once the broker has stored the commit
         (one round trip), and raises if it refused it."""
+        if self._cursor.commit(message, asynchronous):
+            return  # a message before its batch's last: marked, nothing is due yet
         wait = _commit_wait(asynchronous)
         if message is None:
             native = self._live()
@@ -522,18 +528,26 @@ class ConsumerBase(Generic[Item]):
         if unknown:
             raise ConfigError(f"not held by this consumer: {unknown}", key="partition_keys")
 
-    def _track(self, batch: _core.Batch) -> None:
+    def _track(self, new: _Unsettled) -> None:
         # A new batch of a partition whose previous batch is still outstanding here means
         # the core gave that one up (confirm_timeout_ms): it is delivered again.
         outstanding = self._outstanding
         if outstanding:
-            key = batch.partition_key
+            key = new.batch.partition_key
             for context, entry in list(outstanding.items()):
                 if entry.batch.partition_key == key:
                     del outstanding[context]
+                    self._let_go(entry)
                     self._remember(context, consumed=False)
-        entry = _Unsettled(batch)
-        outstanding[entry.context] = entry
+        outstanding[new.context] = new
+
+    def _let_go(self, entry: _Unsettled) -> None:
+        """An entry leaves the ledger: if its batch is at hand, the cursor drops it, so
+        that the cursor's commit() no longer marks it (a commit of its messages is then
+        answered from memory). Rolled back, its messages come again with the batch;
+        confirmed, it was handed out whole (only a message handed out can be committed)."""
+        if self._cursor.batch is entry.batch:
+            self._cursor.clear()
 
     def _handed_out(self, entry: _Unsettled) -> int:
         """How many of a batch's messages were handed out: all but those still pending
@@ -571,8 +585,7 @@ class ConsumerBase(Generic[Item]):
         """Confirms (or rolls back) an outstanding batch and forgets it here; ``wait`` as
         in ``_core.Consumer.confirm`` (None: as configured)."""
         entry = self._outstanding.pop(context)
-        if not consumed and self._cursor.batch is entry.batch:
-            self._cursor.clear()  # rolled back: those messages come again with the batch
+        self._let_go(entry)
         if not consumed and self._records and self._records[0].message.confirm_context == context:
             self._records = []
         self._remember(context, consumed)

@@ -495,12 +495,12 @@ def test_an_interrupt_as_a_batch_arrives_confirms_none_of_it(master, topics):
     class InterruptedCursor:
         """The consumer's cursor, with a KeyboardInterrupt as our first batch arrives."""
 
-        def load(self, batch: Any) -> None:
+        def load(self, batch: Any, entry: Any) -> None:
             ours = [bytes(m) for m in batch.messages() if bytes(m).startswith(marker.encode())]
             if ours and not interrupted:
                 interrupted.extend(ours)
                 raise KeyboardInterrupt
-            real_cursor.load(batch)
+            real_cursor.load(batch, entry)
 
         def __getattr__(self, name: str) -> object:
             return getattr(real_cursor, name)

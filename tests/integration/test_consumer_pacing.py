@@ -148,6 +148,47 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
                 consumer.commit(batch[-1])
 
 
+def test_a_batch_given_up_while_at_hand_refuses_commits_after_poll_batch_took_it_again(master):
+    # poll() hands out a whole batch, the core gives it up (confirm timeout), and
+    # poll_batch() takes it again: the old batch is still the one poll() handed out last,
+    # but committing its messages must say it was rolled back, not mark it as processed.
+    topic, marker = CONFIRM_TOPIC, unique("athand")
+    with tubemq.Consumer(
+        master=master,
+        group=unique("g"),
+        topics=[topic],
+        consume_from="latest",
+        auto_commit=False,
+        confirm_timeout_ms=3000,
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            partition = producer.partitions(topic)[0]
+            for i in range(6):  # one partition: the batch holds several messages
+                producer.send(topic, f"{marker}-{i}".encode(), partition=partition)
+        first: list[tubemq.Message] = []
+        deadline = time.monotonic() + 20
+        while len(first) < 2:
+            assert time.monotonic() < deadline, "no batch of several messages"
+            first = consumer.consume(1000, timeout=1)
+        again = None
+        deadline = time.monotonic() + 30
+        while again is None:
+            assert time.monotonic() < deadline, "the batch was never delivered again"
+            batch = consumer.poll_batch(0.5)
+            if batch is not None and batch.partition_key == first[0].partition_key:
+                again = batch
+            elif batch is not None:
+                consumer.commit(batch)
+        with pytest.raises(tubemq.CommitError) as info:
+            consumer.commit(first[0])  # not its batch's last message, and rolled back
+        assert info.value.code == 2004
+        consumer.commit(again)  # the batch as delivered again is committed whole
+        assert [m.message_id for m in again.messages()] == [m.message_id for m in first]
+
+
 @contextlib.contextmanager
 def consumer_and_producer(
     master: str, topic: str
