@@ -65,6 +65,7 @@ class DeliveryTracker:
         # Sends of the batch whose callbacks are running: still in `_pending`, so that
         # flush() waits for their callbacks, but known and no longer in flight.
         self._settling = 0
+        self._completed = 0  # sends completed so far, their callbacks run (for poll())
         self._thread: threading.Thread | None = None
         self._stopping = False
 
@@ -125,6 +126,18 @@ class DeliveryTracker:
             if self._pending and timeout != 0:
                 self._changed.wait_for(lambda: not self._pending, timeout)
             return len(self._pending)
+
+    def wait_completed(self, timeout: float | None) -> int:
+        """Waits until a send completes (its callbacks ran), at most ``timeout`` (None:
+        no bound); returns how many completed meanwhile. From a callback it returns 0 at
+        once: nothing completes while the delivery thread runs that callback."""
+        if threading.current_thread() is self._thread:
+            return 0
+        with self._changed:
+            before = self._completed
+            if timeout != 0:
+                self._changed.wait_for(lambda: self._completed != before, timeout)
+            return self._completed - before
 
     def waiting(self) -> contextlib.AbstractContextManager[None]:
         """While a caller waits for an outcome (as ``tubemq.aio`` does): see
@@ -201,5 +214,6 @@ class DeliveryTracker:
 
     def _forget_all(self, deliveries: _core.DeliveryBatch | list[_Outcome]) -> None:
         _core.forget_deliveries(deliveries, self._pending)
+        self._completed += len(deliveries)
         self._settling = 0
         self._changed.notify_all()

@@ -324,14 +324,24 @@ class Producer:
         msg_time: MsgTime = None,
         on_delivery: DeliveryCallback | None = None,
         partition: Partition = None,
+        callback: DeliveryCallback | None = None,
     ) -> None:
         """Queues one message as :meth:`send_async` does, without a handle: its outcome
         reaches only ``on_delivery(error, result)`` (if given), on the delivery thread.
+        ``callback`` is another name for ``on_delivery``, as in Kafka clients.
 
         The cheapest way to send many messages: nothing per send is left for Python to
         keep but the callback you pass (share one function rather than making a closure
         per message). :meth:`flush` waits for these sends as for any other.
         """
+        if callback is not None:
+            check_callable(callback, "callback")
+            if on_delivery is not None:
+                raise ConfigError(
+                    "give on_delivery= or callback= (another name for it), not both",
+                    key="callback",
+                )
+            on_delivery = callback
         self._shortcut.queue(
             self, topic, value, key, attrs, msg_type, msg_time, on_delivery, partition, False
         )
@@ -372,6 +382,19 @@ class Producer:
         seconds = check_timeout(timeout, "timeout", allow_zero=True)
         self._live()
         return self._deliveries.wait_empty(seconds)
+
+    def poll(self, timeout: float | None = 0) -> int:
+        """Waits up to ``timeout`` seconds for sends to complete; returns how many did
+        (their callbacks ran) during the call.
+
+        Nothing needs it: outcomes reach handles and callbacks on the delivery thread by
+        themselves. It is here for loops written for Kafka clients (``poll(0)`` between
+        sends, or ``poll(1.0)`` as a service loop's wait): it returns as soon as one send
+        completes, and otherwise after ``timeout`` (0: at once; None: until one does).
+        """
+        seconds = check_timeout(timeout, "timeout", allow_none=True, allow_zero=True)
+        self._live()
+        return self._deliveries.wait_completed(seconds)
 
     def in_flight(self) -> int:
         """Sends queued and not yet completed."""

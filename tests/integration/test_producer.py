@@ -259,6 +259,56 @@ def test_a_callback_may_send_even_when_outcomes_wait(master, topics):
     assert all(future.result(timeout=10).message_id >= 0 for future in follow_ups)
 
 
+def test_the_kafka_producer_loop_runs_as_written_for_kafka(master, topics):
+    """The loop of every Kafka client's first example: poll(0) between sends, produce
+    with callback=, flush at the end."""
+    reports: list[tuple[object, object]] = []
+
+    def delivery_report(error, result):
+        reports.append((error, result))
+
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[5])
+        for i in range(500):
+            client.poll(0)
+            client.produce(topics[5], f"kafka-{i}".encode(), callback=delivery_report)
+        assert client.flush() == 0
+    assert len(reports) == 500
+    assert all(error is None and result.message_id >= 0 for error, result in reports)
+
+
+def test_poll_waits_for_completions_and_says_how_many(master, topics):
+    with tubemq.Producer(master=master) as client:
+        client.publish(topics[5])
+        began = time.monotonic()
+        assert client.poll(0.3) == 0  # nothing in flight: waits out its timeout
+        assert time.monotonic() - began >= 0.29
+        completed = 0
+        for _ in range(3):
+            client.produce(topics[5], b"poll")
+        deadline = time.monotonic() + 30
+        while completed < 3:
+            assert time.monotonic() < deadline
+            completed += client.poll(5.0)  # returns once one completes, not after 5 s
+        assert client.poll(0) == 0
+        seen: list[int] = []
+
+        def polls_from_its_callback(error, result):
+            seen.append(client.poll(10.0))  # would wait for itself: returns 0 at once
+
+        began = time.monotonic()
+        client.produce(topics[5], b"from a callback", callback=polls_from_its_callback)
+        assert client.flush(timeout=30) == 0
+        assert seen == [0] and time.monotonic() - began < 5
+        with pytest.raises(tubemq.ArgumentTypeError, match="timeout"):
+            client.poll("1")  # type: ignore[arg-type]
+        with pytest.raises(tubemq.ConfigError, match="not both"):
+            client.produce(topics[5], b"x", on_delivery=print, callback=print)
+        assert client.in_flight() == 0  # refused before anything was queued
+    with pytest.raises(tubemq.ClientClosedError):
+        client.poll(0)
+
+
 def test_closed_producer_refuses_sends(master, topics):
     # Scenario 9.
     client = tubemq.Producer(master=master)
