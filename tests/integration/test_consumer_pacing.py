@@ -102,10 +102,10 @@ def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
         assert consumer.poll(0.2) is None  # a new "latest" group has nothing to read yet
 
 
-def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(master):
-    # Scenario 14, with a 3 s confirm timeout instead of 20 s.
-    topic, marker = CONFIRM_TOPIC, unique("unconfirmed")
-    with tubemq.Consumer(
+def unconfirming(master: str, topic: str) -> tubemq.Consumer:
+    """A member of a new group reading ``topic`` from its end, committing only when told,
+    whose batches the core gives up after 3 s unconfirmed (20 s by default)."""
+    return tubemq.Consumer(
         master=master,
         group=unique("g"),
         topics=[topic],
@@ -113,7 +113,13 @@ def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(maste
         auto_commit=False,
         confirm_timeout_ms=3000,
         **FAST,
-    ) as consumer:
+    )
+
+
+def test_an_unconfirmed_batch_is_delivered_again_after_the_confirm_timeout(master):
+    # Scenario 14, with a 3 s confirm timeout instead of 20 s.
+    topic, marker = CONFIRM_TOPIC, unique("unconfirmed")
+    with unconfirming(master, topic) as consumer:
         joined(consumer)
         sent = produce(master, topic, marker, 8)
         first = consumer.consume(1000, timeout=10)  # one batch, never confirmed
@@ -153,15 +159,7 @@ def test_a_batch_given_up_while_at_hand_refuses_commits_after_poll_batch_took_it
     # poll_batch() takes it again: the old batch is still the one poll() handed out last,
     # but committing its messages must say it was rolled back, not mark it as processed.
     topic, marker = CONFIRM_TOPIC, unique("athand")
-    with tubemq.Consumer(
-        master=master,
-        group=unique("g"),
-        topics=[topic],
-        consume_from="latest",
-        auto_commit=False,
-        confirm_timeout_ms=3000,
-        **FAST,
-    ) as consumer:
+    with unconfirming(master, topic) as consumer:
         joined(consumer)
         with tubemq.Producer(master=master) as producer:
             producer.publish(topic)
