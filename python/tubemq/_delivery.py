@@ -130,13 +130,14 @@ class DeliveryTracker:
     def wait_completed(self, timeout: float | None) -> int:
         """Waits until a send completes (its callbacks ran), at most ``timeout`` (None:
         no bound); returns how many completed meanwhile. From a callback it returns 0 at
-        once: nothing completes while the delivery thread runs that callback."""
+        once: nothing completes while the delivery thread runs that callback. A close
+        (stop()) ends the wait too."""
         if threading.current_thread() is self._thread:
             return 0
         with self._changed:
             before = self._completed
             if timeout != 0:
-                self._changed.wait_for(lambda: self._completed != before, timeout)
+                self._changed.wait_for(lambda: self._completed != before or self._stopping, timeout)
             return self._completed - before
 
     def waiting(self) -> contextlib.AbstractContextManager[None]:
@@ -149,6 +150,7 @@ class DeliveryTracker:
         with self._changed:
             self._stopping = True
             thread = self._thread
+            self._changed.notify_all()  # a poll() waiting for completions returns
         self._native.wake_deliveries()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)

@@ -345,3 +345,46 @@ def test_slow_callbacks_make_the_delivery_thread_take_fewer_outcomes_at_a_time(t
         native.answer(token, result="stored")
     assert tracker.wait_empty(10) == 0
     assert native.asked[-1] >= 256, native.asked[-12:]
+
+
+def test_wait_completed_counts_what_completed_and_returns_as_soon_as_one_does(tracked):
+    native, tracker = tracked
+    began = time.monotonic()
+    assert tracker.wait_completed(0.2) == 0  # nothing in flight: the whole timeout
+    assert time.monotonic() - began >= 0.19
+    tokens = [_send(tracker)[0] for _ in range(3)]
+    assert tracker.wait_completed(0) == 0
+    answered = threading.Timer(0.1, lambda: [native.answer(t, result="ok") for t in tokens])
+    answered.start()
+    began = time.monotonic()
+    completed = 0
+    while completed < 3:
+        completed += tracker.wait_completed(10)  # returns on a completion, not after 10 s
+    assert time.monotonic() - began < 5
+    answered.join()
+
+
+def test_wait_completed_from_a_callback_returns_at_once(tracked):
+    native, tracker = tracked
+    seen: list[tuple[int, float]] = []
+
+    def waits_from_its_callback(error, result):
+        began = time.monotonic()
+        seen.append((tracker.wait_completed(10), time.monotonic() - began))
+
+    token, _ = tracker.register(waits_from_its_callback)
+    native.answer(token, result="ok")
+    assert tracker.wait_empty(10) == 0
+    assert len(seen) == 1 and seen[0][0] == 0 and seen[0][1] < 1
+
+
+def test_a_wait_without_bound_ends_when_the_tracker_stops(tracked):
+    _, tracker = tracked
+    returned: list[int] = []
+    waiter = threading.Thread(target=lambda: returned.append(tracker.wait_completed(None)))
+    waiter.start()
+    time.sleep(0.2)
+    assert not returned  # nothing in flight: it waits
+    tracker.stop(5.0)
+    waiter.join(5)
+    assert returned == [0]
