@@ -443,10 +443,11 @@ class Schema:
         merged: dict[str, Any] = {}
         if config is not None:
             if not isinstance(config, Mapping):
-                raise ArgumentTypeError(
-                    f"{self.kind} config must be a dict, got {type(config).__name__}",
-                    key="config",
-                )
+                message = f"{self.kind} config must be a dict, got {type(config).__name__}"
+                if isinstance(config, str) and "master" in self.keys:
+                    # Java's ConsumerConfig and most clients take the address first.
+                    message += f"; for the master's address pass master={config!r}"
+                raise ArgumentTypeError(message, key="config")
             merged.update(config)
         merged.update(overrides)
         for name in merged:

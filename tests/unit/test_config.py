@@ -70,6 +70,14 @@ def test_config_must_be_a_mapping():
         validate(["master", "a:1"])
 
 
+@pytest.mark.parametrize("client", [tubemq.Producer, tubemq.Consumer])
+def test_an_address_given_first_as_java_takes_it_is_pointed_to_master(client):
+    # ProducerConfig("host:port") / ConsumerConfig("host:port", group) in Java.
+    with pytest.raises(tubemq.ArgumentTypeError, match=r"pass master='127.0.0.1:8715'") as caught:
+        client("127.0.0.1:8715")
+    assert caught.value.key == "config"
+
+
 def test_native_config_carries_every_value():
     values = validate(master="h:1", rpc_timeout_ms=1234, local_host="10.1.1.1")
     native = native_client_config(values)
