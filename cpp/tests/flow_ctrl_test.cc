@@ -174,6 +174,49 @@ TEST(PartitionPacer, DataSnapsTheBackOffBackAndIsFetchedAgainAtOnce) {
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 22), 1ms);
 }
 
+FetchOutcome Data() {
+  FetchOutcome data;
+  data.batch_bytes = 100;
+  return data;
+}
+
+TEST(PartitionPacer, AtASteadyPaceEmptyFetchesRestAQuarterOfTheUsualGap) {
+  PartitionPacer pacer(false);
+  for (int64_t t = 1000; t <= 1016; t += 4) EXPECT_EQ(pacer.DelayAfter(Data(), NoRules(), t), 0ms);
+  // Data every 4 ms: the streak's 0.5 ms, then 1 ms apart (not 2, 4, 8 ms) while the next
+  // message is due.
+  std::vector<microseconds> delays;
+  for (int64_t t = 1017; t <= 1021; ++t) delays.push_back(pacer.DelayAfter(Empty(), NoRules(), t));
+  EXPECT_EQ(delays, (std::vector<microseconds>{500us, 1ms, 1ms, 1ms, 1ms}));
+  // Quiet for many gaps: it backs off with its quiet time, up to the ceiling.
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 1016 + 80), 10ms);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 1016 + 160), 20ms);
+  for (int i = 0; i < 5; ++i) pacer.DelayAfter(Empty(), NoRules(), 1200 + i);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 1016 + 8000), 400ms);
+  // The ceiling a user set holds here too.
+  EXPECT_EQ(PacedEmptyWait(3, 0, 4ms, 1ms), 0us);
+}
+
+TEST(PartitionPacer, AfterAnIdleSpellTheStreakDoublesAsWithoutAPace) {
+  PartitionPacer pacer(false);
+  for (int64_t t = 1000; t <= 1016; t += 4) pacer.DelayAfter(Data(), NoRules(), t);
+  // An hour without data counts as a gap of kLongestDataGapMs: the usual gap is then
+  // about a quarter of a second, and the streak's doubling is the shorter rest.
+  pacer.DelayAfter(Data(), NoRules(), 1016 + 3'600'000);
+  std::vector<microseconds> delays;
+  for (int64_t t = 1; t <= 5; ++t) {
+    delays.push_back(pacer.DelayAfter(Empty(), NoRules(), 1016 + 3'600'000 + t));
+  }
+  EXPECT_EQ(delays, (std::vector<microseconds>{500us, 1ms, 2ms, 4ms, 8ms}));
+}
+
+TEST(PartitionPacer, DataWithinOneMillisecondRestsNoLessThanTheShortestPacedRest) {
+  PartitionPacer pacer(false);
+  for (int i = 0; i < 4; ++i) pacer.DelayAfter(Data(), NoRules(), 5000);  // gaps of 0 ms
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 5000), kShortestPacedRest);
+  EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 5001), kShortestPacedRest);
+}
+
 // A 200 that read to the end of the index, with `messages` messages.
 FetchOutcome CaughtUp(int64_t messages) {
   FetchOutcome read;

@@ -24,6 +24,16 @@ std::chrono::microseconds EmptyStreakWait(int32_t empty_fetches, int64_t ceiling
                                              std::chrono::milliseconds(ceiling_ms));
 }
 
+std::chrono::microseconds PacedEmptyWait(int32_t empty_fetches, int64_t ceiling_ms,
+                                         std::optional<std::chrono::microseconds> data_gap,
+                                         std::chrono::microseconds quiet) {
+  const std::chrono::microseconds streak = EmptyStreakWait(empty_fetches, ceiling_ms);
+  if (!data_gap) return streak;
+  const std::chrono::microseconds paced =
+      std::max({*data_gap / kProbesPerGap, quiet / kQuietRestDivisor, kShortestPacedRest});
+  return std::min({streak, paced, std::chrono::microseconds(milliseconds(ceiling_ms))});
+}
+
 std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms) {
   const bool busy_and_caught_up = outcome.code == 200 && !outcome.escaped &&
                                   !outcome.nothing_new && outcome.caught_up &&
@@ -91,11 +101,18 @@ std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome
     if (source.has_frequency_rules()) {
       return milliseconds(source.FrequencyPause(++empty_fetches_, static_cast<int32_t>(fallback)));
     }
-    const int64_t wait = QuietWait(now_ms - last_data_ms_, fallback);
+    const int64_t wait = QuietWait(QuietMs(now_ms), fallback);
     if (wait == 0) empty_fetches_ = 0;  // active: as after data
     return milliseconds(wait);
   }
-  if (outcome.batch_bytes > 0) last_data_ms_ = now_ms;
+  if (outcome.batch_bytes > 0) {
+    if (last_data_ms_ > 0) {
+      const std::chrono::microseconds gap =
+          milliseconds(std::clamp<int64_t>(now_ms - last_data_ms_, 0, kLongestDataGapMs));
+      data_gap_ = data_gap_ ? *data_gap_ + (gap - *data_gap_) / kGapWeight : gap;
+    }
+    last_data_ms_ = now_ms;
+  }
   empty_fetches_ = outcome.batch_bytes == 0 && outcome.code != 200 ? empty_fetches_ + 1 : 0;
   if (empty_fetches_ > 0) {
     // An operator's frequency rules are obeyed as written, with the full wait between
@@ -104,7 +121,8 @@ std::chrono::microseconds PartitionPacer::DelayAfter(const FetchOutcome& outcome
     if (source.has_frequency_rules()) {
       return milliseconds(source.FrequencyPause(empty_fetches_, static_cast<int32_t>(fallback)));
     }
-    return EmptyStreakWait(empty_fetches_, fallback);
+    return PacedEmptyWait(empty_fetches_, fallback, data_gap_,
+                          milliseconds(QuietMs(now_ms)));
   }
   if (outcome.escaped) return milliseconds(0);
   if (over_limit) return milliseconds(std::max<int64_t>(limit_pause_ms_, fallback));

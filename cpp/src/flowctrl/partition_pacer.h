@@ -3,6 +3,7 @@
 // consecutive empty fetches, the last known lag) and the delay each release gets.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -68,6 +69,31 @@ inline constexpr std::chrono::microseconds kCaughtUpRest{600};
 inline constexpr int64_t kCaughtUpMessages = 2;
 std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms);
 
+// The rest after an empty fetch of a partition whose data has come at a steady pace:
+// the empty streak's rest (EmptyStreakWait), but never more than a kProbesPerGap-th of
+// the usual time between its data (kGapWeight), or a kQuietRestDivisor-th of how long it
+// has been quiet, whichever is longer; and never under kShortestPacedRest. A partition
+// whose messages come every 4 ms is probed about every millisecond while they come, not
+// at 0.5, 1, 2, 4 ms after each (which left the median message waiting over a
+// millisecond); one quiet for many of its usual gaps backs off by its quiet time, and
+// one that never had a steady pace keeps the streak's doubling. (At 1 000 msg/s over 4
+// partitions on a broker with its memory store, where an empty fetch is a 404 that
+// carries no offsets for StoreWatch: median latency 0.75 ms against 1.35, p99 about 2 ms
+// against 4, for 30 % of a core against 24 % and 23 % of the broker's against 19 %.
+// Eight probes per gap: 0.5-0.65 ms, for 40 % and 30 %.)
+inline constexpr int64_t kProbesPerGap = 4;
+inline constexpr int64_t kQuietRestDivisor = 8;
+inline constexpr std::chrono::microseconds kShortestPacedRest{250};
+std::chrono::microseconds PacedEmptyWait(int32_t empty_fetches, int64_t ceiling_ms,
+                                         std::optional<std::chrono::microseconds> data_gap,
+                                         std::chrono::microseconds quiet);
+
+// The usual time between a partition's fetches that brought data: a moving average
+// over the last few (weight kGapWeight for each new one), with a gap of more than
+// kLongestDataGapMs (an idle spell, not a pace) capped there.
+inline constexpr int64_t kGapWeight = 4;
+inline constexpr int64_t kLongestDataGapMs = 1000;
+
 class PartitionPacer {
  public:
   explicit PartitionPacer(bool filter_consumer) : filter_consumer_(filter_consumer) {}
@@ -77,6 +103,9 @@ class PartitionPacer {
                                        int64_t now_ms);
 
   int32_t empty_fetches() const { return empty_fetches_; }
+  // How long the partition has been without data (as long as `now_ms` when it never had
+  // any).
+  int64_t QuietMs(int64_t now_ms) const { return std::max<int64_t>(0, now_ms - last_data_ms_); }
 
  private:
   void Refresh(const RuleSnapshot& rules, int64_t now_ms);
@@ -91,6 +120,7 @@ class PartitionPacer {
   int32_t empty_fetches_ = 0;
   int64_t last_lag_ = -1;
   int64_t last_data_ms_ = 0;  // when the partition last brought bytes; 0: never
+  std::optional<std::chrono::microseconds> data_gap_;  // the usual time between data
   int64_t next_refresh_ms_ = 0;
   int64_t next_slice_ms_ = 0;
 };
