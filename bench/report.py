@@ -228,7 +228,8 @@ def markdown(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         f"backlog, from its start with a new group, timed from the first message). "
         f"{meta['cpus']} CPUs shared with other work (load average at the end "
         f"{meta['load_average'][0]:.1f}); cluster {meta['cluster']}, server JIT "
-        f"{meta.get('server_jit', 'C1 only')}.",
+        f"{meta.get('server_jit', 'C1 only')}, broker memory store "
+        f"{'on' if meta.get('broker_memory_store') else 'off'}.",
         "",
         f"Java, default: the client and the JVM as they come. Java, tuned: JVM "
         f"`{tuned['jvm']}`; {tuned['client']}.",
