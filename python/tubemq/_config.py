@@ -429,6 +429,20 @@ def closest(name: object, known: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
+# A Kafka client's config keys a user brings along, and ours that mean the same.
+KAFKA_KEYS = {
+    "bootstrap.servers": "master",
+    "group.id": "group",
+    "auto.offset.reset": "consume_from",
+    "enable.auto.commit": "auto_commit",
+    "request.timeout.ms": "rpc_timeout_ms",
+    "retries": "send_retries",
+    "message.send.max.retries": "send_retries",
+    "queue.buffering.max.messages": "max_in_flight",
+    "heartbeat.interval.ms": "heartbeat_period_ms",
+}
+
+
 class Schema:
     """A set of keys and the validation that goes with them."""
 
@@ -467,7 +481,8 @@ class Schema:
 
     def _unknown_key_message(self, name: object) -> str:
         message = f"unknown {self.kind} config key {name!r}"
-        close = closest(name, self.keys)
+        ours = KAFKA_KEYS.get(name) if isinstance(name, str) else None
+        close = ours if ours in self.keys else closest(name, self.keys)
         if close is not None:
             message += f"; did you mean {close!r}?"
         return message

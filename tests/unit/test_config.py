@@ -90,3 +90,20 @@ def test_producer_rejects_bad_config_before_any_network():
     with pytest.raises(tubemq.ConfigError, match="unknown producer config key 'colour'"):
         tubemq.Producer(master="127.0.0.1:8715", colour="blue")
     assert tubemq._core.service_state()["io_threads"] == 0
+
+
+@pytest.mark.parametrize(
+    ("client", "kafka_key", "ours"),
+    [
+        (tubemq.Producer, "bootstrap.servers", "master"),
+        (tubemq.Consumer, "bootstrap.servers", "master"),
+        (tubemq.Consumer, "auto.offset.reset", "consume_from"),
+        (tubemq.Consumer, "enable.auto.commit", "auto_commit"),
+        (tubemq.Producer, "retries", "send_retries"),
+    ],
+)
+def test_a_kafka_config_key_is_pointed_to_ours(client, kafka_key, ours):
+    # confluent-kafka's Producer({"bootstrap.servers": ...}), as a Kafka user writes it.
+    hint = rf"unknown .* {kafka_key!r}; did you mean {ours!r}\?"
+    with pytest.raises(tubemq.ConfigError, match=hint):
+        client({kafka_key: "x"})
