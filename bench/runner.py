@@ -211,7 +211,8 @@ PRODUCTION_BROKER_SETTINGS = {"enableMemStore": "true"}
 def broker_memory_store(cluster: LocalCluster) -> bool:
     """Whether the cluster's broker keeps recent messages in its memory store."""
     ini = cluster.workdir / "broker.ini"
-    return ini.exists() and "enableMemStore=true" in ini.read_text().split()
+    line = "enableMemStore=" + PRODUCTION_BROKER_SETTINGS["enableMemStore"]
+    return ini.exists() and line in ini.read_text().split()
 
 
 def rotated(clients: list[str], shift: int) -> list[str]:

@@ -27,11 +27,11 @@ std::chrono::microseconds EmptyStreakWait(int32_t empty_fetches, int64_t ceiling
 std::chrono::microseconds PacedEmptyWait(int32_t empty_fetches, int64_t ceiling_ms,
                                          std::optional<std::chrono::microseconds> data_gap,
                                          std::chrono::microseconds quiet) {
+  // The streak's rest is already within the ceiling, and so is the shorter of the two.
   const std::chrono::microseconds streak = EmptyStreakWait(empty_fetches, ceiling_ms);
   if (!data_gap) return streak;
-  const std::chrono::microseconds paced =
-      std::max({*data_gap / kProbesPerGap, quiet / kQuietRestDivisor, kShortestPacedRest});
-  return std::min({streak, paced, std::chrono::microseconds(milliseconds(ceiling_ms))});
+  return std::min(streak, std::max({*data_gap / kProbesPerGap, quiet / kQuietRestDivisor,
+                                    kShortestPacedRest}));
 }
 
 std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms) {
