@@ -38,6 +38,10 @@ class Outcomes {
     return native_ ? native_->items[i].token : Tuple(i)[0].cast<uint64_t>();
   }
 
+  bool Succeeded(size_t i) const {
+    return native_ ? native_->items[i].status.ok() : !Tuple(i)[3].is_none();
+  }
+
   // Settling dropped it from the table already (a native outcome remembers; for a tuple,
   // forgetting it again finds nothing, which is not an error).
   void Forgotten(size_t i) {
@@ -88,7 +92,9 @@ py::object OrNone(py::object value) { return value ? std::move(value) : py::none
 // Records the outcomes of `batch` for the sends `pending` still holds (token to handle,
 // or to None for a send without one); returns what must run once the lock is let go,
 // as (handle, done-callbacks, delivery callback, code, text, SendResult or None) tuples,
-// and how many of the batch's sends stay pending until then. Those keep their entries:
+// how many of the batch's sends stay pending until then, and how many failed with nobody
+// to tell (no callback, no handle anyone holds) with the (code, text) of the first, or
+// None: the tracker logs those, since no one else will hear of them. Those keep their entries:
 // they go only after the callbacks ran (forget_deliveries), so that flush() waits for
 // them. A send nobody can observe, with no callback, goes now: one lookup, not two.
 py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::dict& callbacks,
@@ -96,6 +102,8 @@ py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::
   Outcomes outcomes(batch);
   py::list work;
   size_t settling = 0;
+  size_t unseen_failures = 0;         // failed sends nobody can be told of
+  py::object first_unseen = py::none();  // (code, text) of the first of them
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const py::object key = py::int_(outcomes.token(i));
     PyObject* handle = PyDict_GetItemWithError(pending.ptr(), key.ptr());  // borrowed
@@ -119,6 +127,12 @@ py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::
     if (!observed && !callback) {
       if (PyDict_DelItem(pending.ptr(), key.ptr()) != 0) throw py::error_already_set();
       outcomes.Forgotten(i);
+      if (!outcomes.Succeeded(i)) {
+        if (unseen_failures++ == 0) {
+          Outcomes::Outcome outcome = outcomes.Take(i);
+          first_unseen = py::make_tuple(outcome.code, outcome.text);
+        }
+      }
       continue;
     }
     ++settling;
@@ -136,7 +150,7 @@ py::tuple SettleDeliveries(py::handle batch, const py::dict& pending, const py::
                                  outcome.code, outcome.text, outcome.result));
     }
   }
-  return py::make_tuple(std::move(work), settling);
+  return py::make_tuple(std::move(work), settling, unseen_failures, std::move(first_unseen));
 }
 
 // Drops the batch's sends from `pending`: their outcomes are settled and their callbacks ran.
@@ -160,7 +174,8 @@ void RegisterDeliveryBatch(py::module_& module) {
       .def("__len__", [](const DeliveryBatch& batch) { return batch.items.size(); });
   module.def("settle_deliveries", &SettleDeliveries, py::arg("batch"), py::arg("pending"),
              py::arg("callbacks"), py::arg("waiters"), py::arg("done_callbacks"),
-             "Settles a batch against the tracker's tables; returns (work, settling).");
+             "Settles a batch against the tracker's tables; returns (work, settling, "
+             "unseen_failures, first_unseen).");
   module.def("forget_deliveries", &ForgetDeliveries, py::arg("batch"), py::arg("pending"),
              "Drops a settled batch's sends from the pending table.");
 }

@@ -569,12 +569,17 @@ def _name_problem(rule: Callable[[bytes], str], text: str) -> str:
     return rule(text.encode("utf-8", "surrogatepass"))
 
 
+def topic_name_problem(name: str) -> str:
+    """The master's rule ``name`` breaks, in words; "" when it follows it."""
+    return _name_problem(_core.topic_name_problem, name)
+
+
 def check_topic_name(topic: Any) -> str:
     """The topic name, stripped; ValueError unless it follows the master's rule."""
     if not isinstance(topic, str) or not topic.strip():
         raise ValueError(f"topic names must be non-blank strings, got {topic!r}")
     name = topic.strip()
-    problem = _name_problem(_core.topic_name_problem, name)
+    problem = topic_name_problem(name)
     if problem:
         raise ValueError(f"invalid topic name {name!r}: {problem}")
     return name

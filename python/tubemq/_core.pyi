@@ -85,7 +85,12 @@ def settle_deliveries(
     callbacks: dict[int, Any],
     waiters: dict[int, Any],
     done_callbacks: dict[int, Any],
-) -> tuple[list[tuple[Any, list[Any], Any, int, str, SendResult | None]], int]: ...
+) -> tuple[
+    list[tuple[Any, list[Any], Any, int, str, SendResult | None]],
+    int,
+    int,
+    tuple[int, str] | None,
+]: ...
 def forget_deliveries(
     batch: DeliveryBatch | Sequence[_Outcome], pending: dict[int, Any]
 ) -> None: ...

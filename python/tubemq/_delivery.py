@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ DeliveryCallback = Callable[[Optional[TubeMQError], Optional[_core.SendResult]],
 
 _log = logging.getLogger("tubemq.delivery")
 _WAIT_SLICE_S = 0.2
+_UNSEEN_LOG_EVERY_S = 10.0
 # How many outcomes one drain takes. While a batch's callbacks run, nothing is drained,
 # so the bound fills and senders wait: a batch of 10 000 callbacks of 10 ms each held
 # them for minutes, then let a burst through. So a drain takes as many outcomes as the
@@ -48,6 +50,32 @@ _CLOSED_FIRST = (
 # An outcome made in Python (close() fails what it did not wait for): token, code,
 # text, and the SendResult (None when failed), as a drained DeliveryBatch holds them.
 _Outcome = tuple[int, int, str, Any]
+
+
+class UnseenFailures:
+    """Failed sends that nobody can be told of: no delivery callback, and no handle that
+    anyone kept (``produce()`` without ``on_delivery``, a dropped ``send_async()``
+    handle). Logged, since nothing else would say a message was lost: the first at once,
+    then at most one summary per ``_UNSEEN_LOG_EVERY_S``, counting those in between."""
+
+    def __init__(self) -> None:
+        self._since_log = 0
+        self._logged_at = -math.inf
+
+    def count(self, failures: int, first: tuple[int, str] | None) -> None:
+        self._since_log += failures
+        now = time.monotonic()
+        if now - self._logged_at < _UNSEEN_LOG_EVERY_S:
+            return
+        code, text = first if first is not None else (0, "")
+        _log.warning(
+            "%d send(s) failed with no delivery callback or kept handle to report to "
+            "(pass on_delivery= / callback=, or keep the handle): [%d] %s",
+            self._since_log,
+            code,
+            text,
+        )
+        self._since_log, self._logged_at = 0, now
 
 
 class DeliveryTracker:
@@ -68,6 +96,7 @@ class DeliveryTracker:
         self._completed = 0  # sends completed so far, their callbacks run (for poll())
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._unseen = UnseenFailures()
 
     def register(
         self, callback: DeliveryCallback | None, handle: bool = True
@@ -189,13 +218,15 @@ class DeliveryTracker:
         # `_pending` only after its callbacks ran, so flush() returning means they have.
         board = self._board
         with self._changed:
-            work, settling = _core.settle_deliveries(
+            work, settling, unseen, first_unseen = _core.settle_deliveries(
                 deliveries, self._pending, self._callbacks, board.waiters, board.done_callbacks
             )
             # The batch's futures are complete: its room in the native queue is given
             # back now, with this lock held, so a sender never sees room that the
             # in-flight count (pending()) does not show yet, nor the reverse.
             self._native.deliveries_settled()
+            if unseen:
+                self._unseen.count(unseen, first_unseen)
             if not work:
                 self._forget_all(deliveries)
                 return

@@ -32,6 +32,7 @@ from tubemq._config import (
     check_topic_name,
     native_client_config,
     native_producer_options,
+    topic_name_problem,
     wire_text,
 )
 from tubemq._delivery import DeliveryCallback, DeliveryTracker
@@ -125,13 +126,21 @@ def _check_partition(partition: object, key: object) -> None:
         )
 
 
+def _writable_partitions(native: _core.Producer, topic: str) -> list[_core.PartitionInfo]:
+    """The writable partitions of ``topic``, publishing it first if this producer has
+    not yet, as its first send would."""
+    if topic not in native.published_topics() and not topic_name_problem(topic):
+        native.publish([topic], None)
+    return list(native.partitions(topic))
+
+
 def _resolve_partition(
     native: _core.Producer, topic: str, partition: str | int | _core.PartitionInfo
 ) -> str:
     """The key of the writable partition ``partition`` names, from the partitions the
     master last reported for ``topic``; ConfigError naming ``partition`` when none does
     (or, for a bare id, when brokers share it and the id alone is ambiguous)."""
-    writable = native.partitions(topic)
+    writable = _writable_partitions(native, topic)
     if isinstance(partition, (str, _core.PartitionInfo)):
         wanted = partition.strip() if isinstance(partition, str) else partition.key
         matches = [info.key for info in writable if info.key == wanted]
@@ -216,6 +225,10 @@ class Producer:
     def publish(self, topics: str | Iterable[str], timeout: float | None = None) -> None:
         """Declares topics to publish to; returns once the master lists them usable.
 
+        Optional: a send to a topic not published yet publishes it first (one master
+        round trip before that first send). Publishing ahead moves that wait, and a
+        failure for a topic the master does not know, to a place of the caller's choosing.
+
         A topic the master lists without writable partitions is asked for again, in
         ``register_attempts`` rounds ``register_retry_wait_ms`` apart (about 4 s with the
         defaults), before publish raises :class:`InvalidMessageError` (443): a master that
@@ -235,9 +248,10 @@ class Producer:
         return sorted(self._live().published_topics())
 
     def partitions(self, topic: str) -> list[_core.PartitionInfo]:
-        """The writable partitions of a published topic, as the master last reported them."""
+        """The writable partitions of ``topic``, as the master last reported them; a
+        topic this producer has not published yet is published first (as by a send)."""
         check_text(topic, "topic")
-        return list(self._live().partitions(topic))
+        return _writable_partitions(self._live(), topic)
 
     def send(
         self,

@@ -21,13 +21,6 @@ MAX_BODY = 1024 * 1024
 # (what, send keyword arguments, error class, code or None, text in the message)
 SEND_CASES = [
     ("blank topic", dict(topic="  ", value=b"x"), tubemq.InvalidMessageError, 441, "blank"),
-    (
-        "unpublished name",
-        dict(topic="not_published", value=b"x"),
-        tubemq.InvalidMessageError,
-        443,
-        "",
-    ),
     ("name with a colon", dict(topic="a:b", value=b"x"), tubemq.InvalidMessageError, 443, ""),
     ("name with a comma", dict(topic="a,b", value=b"x"), tubemq.InvalidMessageError, 443, ""),
     ("empty value", dict(value=b""), tubemq.InvalidMessageError, 442, "empty"),

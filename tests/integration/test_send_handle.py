@@ -15,6 +15,10 @@ import tubemq.aio
 
 pytestmark = pytest.mark.integration
 
+# A name no master accepts: a send to it fails at once with 443, without publishing
+# (a send to any valid name publishes it first: test_publish_on_send.py).
+UNPUBLISHABLE = "not:a:topic"
+
 
 @pytest.fixture
 def producer(master, topics):
@@ -42,7 +46,7 @@ def test_async_results_name_where_each_send_was_stored(master, cluster, topics):
         handles = [
             (topic, client.send_async(topic, b"where")) for _ in range(40) for topic in written
         ]
-        failed = client.send_async(topics[6], b"never published")
+        failed = client.send_async(UNPUBLISHABLE, b"never published")
         results = [(topic, handle.result(timeout=10)) for topic, handle in handles]
         assert failed.exception(timeout=10).code == 443
     for topic, result in results:
@@ -55,7 +59,7 @@ def test_async_results_name_where_each_send_was_stored(master, cluster, topics):
 
 
 def test_a_failed_send_reports_its_error(producer, topics):
-    handle = producer.send_async(topics[6], b"never published")  # only topics[5] is
+    handle = producer.send_async(UNPUBLISHABLE, b"never published")
     error = handle.exception(timeout=10)
     assert isinstance(error, tubemq.TubeMQError) and error.code == 443
     with pytest.raises(tubemq.TubeMQError) as info:
@@ -121,7 +125,7 @@ def test_flush_waits_for_every_handle_and_produce_callback(producer, topics):
 
 def test_produce_reports_a_failure_to_its_callback(producer, topics):
     errors: list[tubemq.TubeMQError | None] = []
-    producer.produce(topics[6], b"unpublished", on_delivery=lambda e, r: errors.append(e))
+    producer.produce(UNPUBLISHABLE, b"unpublished", on_delivery=lambda e, r: errors.append(e))
     assert producer.flush(timeout=10) == 0
     assert [getattr(error, "code", None) for error in errors] == [443]
     with pytest.raises(tubemq.ConfigError):
@@ -148,7 +152,7 @@ def test_asyncio_send_and_its_failure(master, topics):
                 *(producer.send(topics[5], b"aio %d" % i) for i in range(50))
             )
             with pytest.raises(tubemq.TubeMQError) as info:
-                await producer.send(topics[6], b"unpublished")
+                await producer.send(UNPUBLISHABLE, b"unpublished")
             return len({result.message_id for result in results}), info.value.code
 
     assert asyncio.run(scenario()) == (50, 443)

@@ -23,6 +23,9 @@ class _Native:
     def partitions(self, topic: str) -> list[_Info]:
         return [_Info(key) for key in self.keys]
 
+    def published_topics(self) -> list[str]:
+        return ["t"]  # published already: resolving asks the master nothing
+
 
 def test_a_key_or_a_unique_id_resolves_to_its_key() -> None:
     native = _Native("1:t:0", "1:t:1", "2:t:10000")

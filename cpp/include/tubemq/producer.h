@@ -64,8 +64,9 @@ class Producer {
   bool AcquireSendSlot(std::chrono::milliseconds wait);
 
   // Sends a message; `callback` learns the outcome exactly once. Local checks (closed,
-  // blank topic, empty body, bad attributes, unpublished topic, no partition, too
-  // large) fail through the callback without any network traffic.
+  // blank topic, empty body, bad attributes, a topic name against the rule, no
+  // partition, too large) fail through the callback without any network traffic. A
+  // topic not published yet is published first (as Publish() does), the send waiting.
   void SendAsync(OutgoingMessage message, SendCallback callback);
 
   // Sends awaiting their reply.

@@ -89,6 +89,12 @@ class Producer::Impl : public std::enable_shared_from_this<Impl>,
   Status CheckAgainstState(const SendJob& job, const Status& local) const;
   // `first_check`: the local checks' verdict on a first attempt; null on a retry.
   void Attempt(std::shared_ptr<SendJob> job, const Status* first_check);
+  // Called with mutex_ held, on a first attempt whose only fault is an unpublished topic:
+  // parks the send until the topic is published (publish on first send); returns whether
+  // this send is the first parked for its topic, so the caller starts the publish.
+  bool ParkUntilPublished(std::shared_ptr<SendJob> job);
+  // The publish a first send started has ended: its parked sends go on, or fail with it.
+  void OnPublishedOnSend(const std::string& topic, const Status& status);
   void OnSendReply(std::shared_ptr<SendJob> job, const SendTarget& target, const Status& status,
                    codec::RpcReply&& reply);
   void Retry(std::shared_ptr<SendJob> job, const Status& why);
@@ -149,6 +155,8 @@ class Producer::Impl : public std::enable_shared_from_this<Impl>,
   // Published topics the last heartbeats did not report, and since when.
   std::map<std::string, std::chrono::steady_clock::time_point> topic_missing_since_;
   std::set<std::string> published_;
+  // Sends to a topic whose publish a first send started, waiting for its outcome.
+  std::map<std::string, std::vector<std::shared_ptr<SendJob>>> awaiting_publish_;
   int64_t config_id_ = -2;  // ApprovedClientConfig version; -2 = none yet
   int64_t max_message_size_ = meta::kDefaultMaxMessageSize;
   int64_t visit_token_ = -2;

@@ -15,6 +15,7 @@
 #include "meta/message_data.h"
 #include "producer/producer_impl.h"
 #include "service/rpc_call.h"
+#include "tubemq/names.h"
 
 namespace tubemq {
 namespace {
@@ -197,7 +198,7 @@ Status Producer::Impl::CheckAgainstState(const SendJob& job, const Status& local
   if (!local.ok()) return local;
   if (published_.count(job.topic) == 0) {
     return Status(ErrorCode::kTopicUnpublished,
-                  "topic '" + job.topic + "' is not published by this producer; publish it first");
+                  "topic '" + job.topic + "' is not published by this producer");
   }
   const auto found = topics_.find(job.topic);
   if (found == topics_.end() || found->second.partitions.empty()) {
@@ -228,13 +229,31 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_c
   int64_t visit_token = 0;
   std::string auth_token;
   Status refused;  // by the first attempt's checks
+  bool parked = false;         // until its topic is published
+  bool publish_topic = false;  // and this send starts that publish
   {
     // The one lock of a send: state checks (first attempt), partition choice, tokens and
     // the broker's connection. Retries still go out while closing: close waits for
     // sends in flight.
     std::lock_guard<std::mutex> lock(mutex_);
-    if (first_check != nullptr) refused = CheckAgainstState(*job, *first_check);
-    if (refused.ok()) {
+    if (first_check != nullptr) {
+      refused = CheckAgainstState(*job, *first_check);
+      // Unpublished, or published a moment ago by a send whose publish is under way (its
+      // partitions not known yet): wait for that publish. Any other fault fails now.
+      const bool publishing = awaiting_publish_.count(job->topic) != 0 &&
+                              (refused.ok() || refused.code() == ErrorCode::kTopicNoPartition);
+      if (refused.code() == ErrorCode::kTopicUnpublished || publishing) {
+        const std::string problem = names::TopicProblem(job->topic);
+        if (problem.empty()) {
+          publish_topic = ParkUntilPublished(job);
+          parked = true;
+        } else {
+          refused = Status(ErrorCode::kTopicUnpublished,
+                           "topic '" + job->topic + "' cannot be published: " + problem);
+        }
+      }
+    }
+    if (refused.ok() && !parked) {
       const auto found = topics_.find(job->topic);
       const auto routes = targets_.find(job->topic);
       if (found != topics_.end() && routes != targets_.end()) {
@@ -266,6 +285,14 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_c
         }
       }
     }
+  }
+  if (parked) {
+    if (publish_topic) {
+      Publish({job->topic}, [self = shared_from_this(), topic = job->topic](const Status& status) {
+        self->OnPublishedOnSend(topic, status);
+      });
+    }
+    return;
   }
   if (!refused.ok()) {
     FinishSend(job, refused, SendResult{});  // never under mutex_
@@ -314,6 +341,35 @@ void Producer::Impl::Attempt(std::shared_ptr<SendJob> job, const Status* first_c
         self->OnSendReply(job, *target, status, std::move(reply));
       },
       {data_key, job->data.head, job->data.body});
+}
+
+// Publish on first send: a Kafka or Pulsar producer needs no declaration before its
+// first send to a topic, and a send that failed instead (with no callback to tell, as
+// produce() allows) was lost without a word. The send waits, in the in-flight window,
+// for the same publish publish() runs; sends to the topic meanwhile wait with it.
+bool Producer::Impl::ParkUntilPublished(std::shared_ptr<SendJob> job) {
+  auto& parked = awaiting_publish_[job->topic];
+  parked.push_back(std::move(job));
+  return parked.size() == 1;
+}
+
+void Producer::Impl::OnPublishedOnSend(const std::string& topic, const Status& status) {
+  std::vector<std::shared_ptr<SendJob>> parked;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = awaiting_publish_.find(topic);
+    if (found == awaiting_publish_.end()) return;
+    parked = std::move(found->second);
+    awaiting_publish_.erase(found);
+  }
+  if (!status.ok()) {
+    for (const auto& job : parked) FinishSend(job, status, SendResult{});
+    return;
+  }
+  // The first attempt's checks again, now against the published topic (its partitions,
+  // its size limit, a pinned partition, a close meanwhile).
+  const Status local = Status::OK();
+  for (auto& job : parked) Attempt(std::move(job), &local);
 }
 
 void Producer::Impl::OnSendReply(std::shared_ptr<SendJob> job, const SendTarget& target,
