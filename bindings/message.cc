@@ -191,6 +191,52 @@ PyGetSetDef message_fields[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
+// Kafka's loop asks every message `if msg.error():` first; here a poll that fails raises
+// instead, so a returned message never carries an error and the answer is always None.
+PyObject* MessageError(PyObject*, PyObject*) { Py_RETURN_NONE; }
+
+PyMethodDef message_methods[] = {
+    {"error", MessageError, METH_NOARGS,
+     "Always None, for the Kafka loop's `if msg.error():`. A poll that fails raises a "
+     "TubeMQError; every message it returns is a good one."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+// Names a user of another client reaches for, and what this message has instead. Only
+// looked up once the attribute was not found: the fields above cost nothing more.
+struct ForeignName {
+  const char* name;
+  const char* instead;
+};
+constexpr ForeignName kForeignNames[] = {
+    {"key", "a TubeMQ message carries no key (a producer's key= only picks the partition)"},
+    {"offset", "use message_id (the broker's id for it) or batch_offset (where its batch "
+               "starts)"},
+    {"partition", "use partition_key ('brokerId:topic:partitionId')"},
+    {"headers", "use attrs (str to str) or raw_attrs (the bytes as written)"},
+    {"timestamp", "use msg_time ('yyyyMMddHHmm' as the producer set it, or None)"},
+    {"data", "use value (bytes), or memoryview(message) for no copy"},
+    {"getData", "use value (bytes), or memoryview(message) for no copy"},
+    {"getAttribute", "use attrs (str to str) or raw_attrs (the bytes as written)"},
+    {"getMsgType", "use msg_type"},
+};
+
+// Attribute lookup as usual; a miss on a name of another client's message says what to
+// use here instead of only that the name is unknown.
+PyObject* MessageGetAttr(PyObject* self, PyObject* name) {
+  PyObject* found = PyObject_GenericGetAttr(self, name);
+  if (found != nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
+  if (!PyUnicode_Check(name)) return nullptr;
+  for (const ForeignName& foreign : kForeignNames) {
+    if (PyUnicode_CompareWithASCIIString(name, foreign.name) == 0) {
+      PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%s': %s",
+                   Py_TYPE(self)->tp_name, foreign.name, foreign.instead);
+      return nullptr;
+    }
+  }
+  return nullptr;  // the usual AttributeError, as raised
+}
+
 PyType_Slot message_slots[] = {
     {Py_tp_doc,
      const_cast<char*>("A received message: value is its bytes; memoryview(msg) views them "
@@ -198,6 +244,8 @@ PyType_Slot message_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(MessageDealloc)},
     {Py_tp_repr, reinterpret_cast<void*>(MessageRepr)},
     {Py_tp_getset, message_fields},
+    {Py_tp_methods, message_methods},
+    {Py_tp_getattro, reinterpret_cast<void*>(MessageGetAttr)},
     {Py_mp_length, reinterpret_cast<void*>(MessageLength)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(MessageGetBuffer)},
     {0, nullptr},

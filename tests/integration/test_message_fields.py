@@ -177,6 +177,21 @@ def test_value_is_bytes_the_buffer_a_view_without_a_copy_and_repr_is_short(maste
                 assert text.endswith(f"value={bytes(message)[:20]!r}... ({len(message)} bytes))")
             else:
                 assert text.endswith(f"value={bytes(message)!r} ({len(message)} bytes))")
+            # What another client's message has, asked of this one: error() is Kafka's
+            # loop's first question (always None here), other names say what to use.
+            assert message.error() is None
+            for name, instead in [
+                ("offset", "message_id"),
+                ("partition", "partition_key"),
+                ("headers", "attrs"),
+                ("timestamp", "msg_time"),
+                ("key", "no key"),
+            ]:
+                with pytest.raises(AttributeError, match=f"'{name}': .*{instead}"):
+                    getattr(message, name)
+            assert not hasattr(message, "offset") and getattr(message, "key", None) is None
+            with pytest.raises(AttributeError, match=r"'nonesuch'$"):
+                message.nonesuch  # noqa: B018 - any other name: the usual error
             views[bytes(message)] = view
             del message, view
         # The views outlive their messages (and the consumer's hold on their batches).
