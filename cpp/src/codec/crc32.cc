@@ -3,7 +3,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define TUBEMQ_CRC32_FOLDING 1
@@ -27,6 +29,52 @@ uint32_t Crc32Zlib(uint32_t crc, const unsigned char* bytes, size_t size) {
 }
 
 #ifdef TUBEMQ_CRC32_FOLDING
+
+// Short runs: eight bytes per step from eight tables, the register kept as is (not
+// inverted, unlike zlib's value). Every message has such a run - all of a message under 64
+// bytes, and after the folding the folded lane and the last size % 16 bytes - and zlib
+// takes a byte per step there, which a profile of a 100 B backlog's reads showed as a fifth
+// of the I/O thread's time. Little-endian loads, so on x86-64 only, like the folding.
+using SliceTables = std::array<std::array<uint32_t, 256>, 8>;
+
+constexpr SliceTables MakeSliceTables() {
+  SliceTables tables{};
+  for (uint32_t byte = 0; byte < 256; ++byte) {
+    uint32_t value = byte;
+    for (int bit = 0; bit < 8; ++bit) value = (value >> 1) ^ (0xEDB88320u & (0u - (value & 1u)));
+    tables[0][byte] = value;
+  }
+  // tables[k][b]: the register's change from byte b followed by k zero bytes.
+  for (size_t k = 1; k < tables.size(); ++k) {
+    for (size_t byte = 0; byte < 256; ++byte) {
+      const uint32_t before = tables[k - 1][byte];
+      tables[k][byte] = (before >> 8) ^ tables[0][before & 0xFFu];
+    }
+  }
+  return tables;
+}
+
+constexpr SliceTables kSliceTables = MakeSliceTables();
+static_assert(kSliceTables[0][1] == 0x77073096u, "the table of CRC-32 (IEEE)");
+
+uint32_t LoadLittle32(const unsigned char* bytes) {
+  uint32_t value;
+  std::memcpy(&value, bytes, sizeof value);
+  return value;
+}
+
+uint32_t SliceBy8(uint32_t reg, const unsigned char* bytes, size_t size) {
+  const SliceTables& t = kSliceTables;
+  for (; size >= 8; bytes += 8, size -= 8) {
+    const uint32_t low = reg ^ LoadLittle32(bytes);
+    const uint32_t high = LoadLittle32(bytes + 4);
+    reg = t[7][low & 0xFFu] ^ t[6][(low >> 8) & 0xFFu] ^ t[5][(low >> 16) & 0xFFu] ^
+          t[4][low >> 24] ^ t[3][high & 0xFFu] ^ t[2][(high >> 8) & 0xFFu] ^
+          t[1][(high >> 16) & 0xFFu] ^ t[0][high >> 24];
+  }
+  for (; size > 0; ++bytes, --size) reg = (reg >> 8) ^ t[0][(reg ^ *bytes) & 0xFFu];
+  return reg;
+}
 
 // Folding (the carry-less multiplication method): a 128-bit lane of data, moved forward
 // by d bits, keeps its remainder modulo the polynomial P if its low half (the earlier
@@ -78,7 +126,7 @@ __attribute__((target("pclmul,sse2"))) inline __m128i Load(const unsigned char* 
 }
 
 // At least 64 bytes: folds them down to one 16-byte lane with the same remainder, then
-// lets zlib finish over that lane and the last size % 16 bytes.
+// finishes over that lane and the last size % 16 bytes eight bytes at a time.
 __attribute__((target("pclmul,sse2"))) uint32_t Crc32Folding(uint32_t crc,
                                                              const unsigned char* bytes,
                                                              size_t size) {
@@ -103,9 +151,8 @@ __attribute__((target("pclmul,sse2"))) uint32_t Crc32Folding(uint32_t crc,
   for (; size >= 16; bytes += 16, size -= 16) lane = Fold(lane, by128, Load(bytes));
   alignas(16) unsigned char folded[16];
   _mm_store_si128(reinterpret_cast<__m128i*>(folded), lane);
-  // The register is all in `folded` now: zlib starts from a zero register (its value
-  // 0xFFFFFFFF) and goes on over the rest.
-  return Crc32Zlib(Crc32Zlib(0xFFFFFFFFu, folded, sizeof folded), bytes, size);
+  // The register is all in `folded` now: the rest starts from a zero register.
+  return ~SliceBy8(SliceBy8(0, folded, sizeof folded), bytes, size);
 }
 
 // From CPUID itself (SSE2 is in every x86-64): __builtin_cpu_supports needs a runtime
@@ -125,8 +172,9 @@ bool CanFold() {
 uint32_t Crc32(uint32_t crc, std::string_view data) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
 #ifdef TUBEMQ_CRC32_FOLDING
-  // Below 64 bytes the set-up costs more than zlib's table takes.
-  if (data.size() >= 64 && CanFold()) return Crc32Folding(crc, bytes, data.size());
+  // Below 64 bytes the folding's set-up costs more than the tables take.
+  if (data.size() < 64) return ~SliceBy8(~crc, bytes, data.size());
+  if (CanFold()) return Crc32Folding(crc, bytes, data.size());
 #endif
   return Crc32Zlib(crc, bytes, data.size());
 }
