@@ -180,14 +180,14 @@ FetchOutcome Data() {
   return data;
 }
 
-TEST(PartitionPacer, AtASteadyPaceEmptyFetchesRestAQuarterOfTheUsualGap) {
+TEST(PartitionPacer, AtASteadyPaceEmptyFetchesRestASixteenthOfTheUsualGap) {
   PartitionPacer pacer(false);
   for (int64_t t = 1000; t <= 1016; t += 4) EXPECT_EQ(pacer.DelayAfter(Data(), NoRules(), t), 0ms);
-  // Data every 4 ms: the streak's 0.5 ms, then 1 ms apart (not 2, 4, 8 ms) while the next
-  // message is due.
+  // Data every 4 ms: 0.25 ms apart (not 0.5, 1, 2, 4 ms) while the next message is due,
+  // then an eighth of the quiet time once that is longer.
   std::vector<microseconds> delays;
   for (int64_t t = 1017; t <= 1021; ++t) delays.push_back(pacer.DelayAfter(Empty(), NoRules(), t));
-  EXPECT_EQ(delays, (std::vector<microseconds>{500us, 1ms, 1ms, 1ms, 1ms}));
+  EXPECT_EQ(delays, (std::vector<microseconds>{250us, 250us, 375us, 500us, 625us}));
   // Quiet for many gaps: it backs off with its quiet time, up to the ceiling.
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 1016 + 80), 10ms);
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 1016 + 160), 20ms);
