@@ -719,7 +719,7 @@ CONSUMER_KEYS: tuple[Key, ...] = (
         "The longest a partition without new data rests before it is fetched again: "
         "after an empty fetch it rests 0.5 ms, then 1 ms, 2 ms, 4 ms ... up to this (unless "
         "a flow-control frequency rule says otherwise); while its data comes at a steady "
-        "pace, never more than a quarter of the usual time between its data (at least "
+        "pace, never more than a sixteenth of the usual time between its data (at least "
         "0.25 ms) or an eighth of how long it has been quiet, whichever is longer. A busy "
         "partition that caught up (a batch of 2 or more messages that read to the end of "
         "the store) rests 0.6 ms, at most this, before its next fetch.",
