@@ -252,14 +252,9 @@ class ConsumerBase(Generic[Item]):
         ``tubemq.spark``); ``commit(batch)`` / ``nack(batch)`` settle it (with
         ``auto_commit``, the next poll commits it). Not while ``poll()`` is still handing
         out the messages of an earlier batch."""
-        # Checks inline where they are cheap (a batch loop is a hot path: each Python call
-        # per batch costs more there, among cold caches, than it does in a tight loop).
-        if not ((type(timeout) is float or type(timeout) is int) and 0 <= timeout <= MAX_TIMEOUT_S):
-            timeout = _wait_s(timeout)
-        native = self._native
-        if native is None or self._pid != _lifecycle.process_pid:
-            native = self._live()
-        if len(self._cursor) or self._records:
+        timeout = _wait_s(timeout)
+        native = self._live()
+        if self._buffered():
             raise ConfigError(
                 "poll_batch() while poll() has messages of a batch left to hand out",
                 key="poll_batch",
@@ -289,10 +284,7 @@ class ConsumerBase(Generic[Item]):
         entry = _Unsettled(batch)
         if keep is not None:
             keep(batch, entry)
-        if self._outstanding:
-            self._track(entry)
-        else:
-            self._outstanding[entry.context] = entry
+        self._track(entry)
         return batch
 
     def consume(self, max_messages: int = 100, timeout: float | None = 1.0) -> list[Item]:
@@ -357,17 +349,6 @@ class ConsumerBase(Generic[Item]):
         (one round trip), and raises if it refused it."""
         if self._cursor.commit(message, asynchronous):
             return  # a message before its batch's last: marked, nothing is due yet
-        if type(message) is _core.Batch and asynchronous is None:
-            # A batch loop's commit(batch), as configured: straight to the confirm.
-            native = self._native
-            context = message.confirm_context
-            if (
-                native is not None
-                and self._pid == _lifecycle.process_pid
-                and context in self._outstanding
-            ):
-                self._confirm(native, context, consumed=True)
-                return
         wait = _commit_wait(asynchronous)
         if message is None:
             native = self._live()
