@@ -56,18 +56,36 @@ class UnseenFailures:
     """Failed sends that nobody can be told of: no delivery callback, and no handle that
     anyone kept (``produce()`` without ``on_delivery``, a dropped ``send_async()``
     handle). Logged, since nothing else would say a message was lost: the first at once,
-    then at most one summary per ``_UNSEEN_LOG_EVERY_S``, counting those in between."""
+    then at most one summary per ``_UNSEEN_LOG_EVERY_S``, counting those in between.
+    A summary still owed is logged once that time has passed even if no failure follows,
+    and at once when the caller flushes or closes: a count that waited for a later
+    failure had left a burst of lost sends reported as one.
+
+    Used under the tracker's lock."""
 
     def __init__(self) -> None:
         self._since_log = 0
+        self._first: tuple[int, str] = (0, "")  # of those not logged yet
         self._logged_at = -math.inf
 
+    @property
+    def owed(self) -> bool:
+        """Whether failures are counted that no log line reported yet."""
+        return self._since_log > 0
+
     def count(self, failures: int, first: tuple[int, str] | None) -> None:
+        if not self._since_log and first is not None:
+            self._first = first
         self._since_log += failures
-        now = time.monotonic()
-        if now - self._logged_at < _UNSEEN_LOG_EVERY_S:
+        self.report()
+
+    def report(self, now: bool = False) -> None:
+        """Logs the failures not reported yet: when ``now``, or once the last report is
+        ``_UNSEEN_LOG_EVERY_S`` old."""
+        clock = time.monotonic()
+        if not self._since_log or (not now and clock - self._logged_at < _UNSEEN_LOG_EVERY_S):
             return
-        code, text = first if first is not None else (0, "")
+        code, text = self._first
         _log.warning(
             "%d send(s) failed with no delivery callback or kept handle to report to "
             "(pass on_delivery= / callback=, or keep the handle): [%d] %s",
@@ -75,7 +93,7 @@ class UnseenFailures:
             code,
             text,
         )
-        self._since_log, self._logged_at = 0, now
+        self._since_log, self._logged_at = 0, clock
 
 
 class DeliveryTracker:
@@ -154,6 +172,7 @@ class DeliveryTracker:
         with self._changed:
             if self._pending and timeout != 0:
                 self._changed.wait_for(lambda: not self._pending, timeout)
+            self._unseen.report(now=True)  # a flush is where the caller looks
             return len(self._pending)
 
     def wait_completed(self, timeout: float | None) -> int:
@@ -196,8 +215,11 @@ class DeliveryTracker:
                 most = max(1, min(_DRAIN_MAX, 2 * most, in_time))
             with self._changed:
                 if self._stopping and not deliveries and not self._pending:
+                    self._unseen.report(now=True)
                     self._thread = None
                     return
+                if self._unseen.owed:
+                    self._unseen.report()  # no later failure may come to carry it
                 if self._stopping and not deliveries:
                     # Closing with sends whose answers close() did not wait for: fail
                     # them rather than leave futures hanging. Each was handed to the

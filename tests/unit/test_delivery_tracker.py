@@ -301,6 +301,42 @@ def test_stopping_fails_what_is_left_with_outcome_unknown(tracked):
     assert [getattr(error, "code", None) for error in errors] == [1003]
 
 
+def _unseen_counts(caplog: pytest.LogCaptureFixture) -> list[int]:
+    """The counts of the 'failed with nobody to tell' lines logged so far."""
+    return [
+        int(record.getMessage().split()[0])
+        for record in caplog.records
+        if record.name == "tubemq.delivery" and "no delivery callback" in record.getMessage()
+    ]
+
+
+def test_every_failure_nobody_hears_of_is_counted_in_a_log_line_by_the_flush(tracked, caplog):
+    # The first is logged at once; the ones after it, within the 10 s between lines,
+    # used to wait for a later failure to carry their count, and without one never
+    # showed: three lost sends read as one.
+    native, tracker = tracked
+    caplog.set_level(logging.WARNING, logger="tubemq.delivery")
+    tokens = [tracker.register(None, False)[0] for _ in range(4)]
+    native.answer(tokens[0], code=443, text="first")
+    assert tracker.wait_empty(0.02) == 3
+    for token in tokens[1:]:
+        native.answer(token, code=443, text="later")
+        time.sleep(0.01)  # each in a drain of its own
+    assert tracker.wait_empty(5) == 0
+    assert _unseen_counts(caplog) == [1, 3]
+    assert "[443] later" in caplog.records[-1].getMessage()
+
+
+def test_failures_nobody_hears_of_are_logged_at_stop_without_a_flush(tracked, caplog):
+    native, tracker = tracked
+    caplog.set_level(logging.WARNING, logger="tubemq.delivery")
+    first, second = tracker.register(None, False)[0], tracker.register(None, False)[0]
+    native.answer(first, code=1000, text="a")
+    native.answer(second, code=1000, text="b")
+    tracker.stop(5.0)
+    assert sum(_unseen_counts(caplog)) == 2
+
+
 def test_a_coroutine_may_await_a_handle(tracked):
     # asyncio.wrap_future() wants a concurrent.futures.Future; `await handle` is the way.
     native, tracker = tracked
