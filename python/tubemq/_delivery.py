@@ -68,11 +68,6 @@ class UnseenFailures:
         self._first: tuple[int, str] = (0, "")  # of those not logged yet
         self._logged_at = -math.inf
 
-    @property
-    def owed(self) -> bool:
-        """Whether failures are counted that no log line reported yet."""
-        return self._since_log > 0
-
     def count(self, failures: int, first: tuple[int, str] | None) -> None:
         if not self._since_log and first is not None:
             self._first = first
@@ -82,8 +77,10 @@ class UnseenFailures:
     def report(self, now: bool = False) -> None:
         """Logs the failures not reported yet: when ``now``, or once the last report is
         ``_UNSEEN_LOG_EVERY_S`` old."""
+        if not self._since_log:
+            return  # the common case, without a clock read
         clock = time.monotonic()
-        if not self._since_log or (not now and clock - self._logged_at < _UNSEEN_LOG_EVERY_S):
+        if not now and clock - self._logged_at < _UNSEEN_LOG_EVERY_S:
             return
         code, text = self._first
         _log.warning(
@@ -218,8 +215,7 @@ class DeliveryTracker:
                     self._unseen.report(now=True)
                     self._thread = None
                     return
-                if self._unseen.owed:
-                    self._unseen.report()  # no later failure may come to carry it
+                self._unseen.report()  # no later failure may come to carry it
                 if self._stopping and not deliveries:
                     # Closing with sends whose answers close() did not wait for: fail
                     # them rather than leave futures hanging. Each was handed to the
