@@ -25,8 +25,8 @@ PER_MESSAGE = """\
 Per message, every client: *produce* builds nothing in the timed window (16 payloads
 made before it, cycled) and sends one message (sync: waits for the broker's answer
 before the next; async: up to 20 000 in flight, the window ends when every answer is
-in); *consume* reads the value's first byte and its length (Python through a
-zero-copy `memoryview`, C++ a `string_view`, Java `getData()`), and *consume-attrs*
+in); *consume* reads the value's first byte and its length (Python `message[0]` and
+`len(message)`, in place, C++ a `string_view`, Java `getData()`), and *consume-attrs*
 also reads both attributes (`message.attrs`, the C++ `properties`, Java
 `getAttrValue`); each batch is confirmed after its messages were read (Java tuned: a
 push consumer confirms for itself). *consume-batch*: Python takes whole batches

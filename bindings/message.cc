@@ -79,6 +79,42 @@ Py_ssize_t MessageLength(PyObject* self) {
   return static_cast<Py_ssize_t>(Received(self).body.size());
 }
 
+// message[i] and message[a:b] read the value as bytes does (an int; bytes for a slice),
+// without the copy that message.value makes or the object that memoryview(message) is:
+// with len(message), the cheapest way for a consume loop to look at its messages.
+PyObject* MessageSubscript(PyObject* self, PyObject* key) {
+  const std::string_view body = Received(self).body;
+  const auto size = static_cast<Py_ssize_t>(body.size());
+  if (PyIndex_Check(key)) {
+    Py_ssize_t index = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (index == -1 && PyErr_Occurred()) return nullptr;
+    if (index < 0) index += size;
+    if (index < 0 || index >= size) {
+      PyErr_SetString(PyExc_IndexError, "message index out of range");
+      return nullptr;
+    }
+    return PyLong_FromLong(static_cast<unsigned char>(body[static_cast<size_t>(index)]));
+  }
+  if (PySlice_Check(key)) {
+    Py_ssize_t start = 0, stop = 0, step = 0;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return nullptr;
+    const Py_ssize_t length = PySlice_AdjustIndices(size, &start, &stop, step);
+    if (step == 1) return PyBytes_FromStringAndSize(body.data() + start, length);
+    PyObject* out = PyBytes_FromStringAndSize(nullptr, length);
+    if (out == nullptr) return nullptr;
+    char* bytes = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0, at = start; i < length; ++i, at += step) {
+      bytes[i] = body[static_cast<size_t>(at)];
+    }
+    return out;
+  }
+  PyErr_Format(PyExc_TypeError,
+               "message indices must be integers or slices (of its value), not %s; "
+               "attributes are in attrs",
+               Py_TYPE(key)->tp_name);
+  return nullptr;
+}
+
 // Message(topic='demo', partition_key='1:demo:0', message_id=42, value=b'abc' (3 bytes)):
 // the value cut to its first bytes, so that printing a message never floods a log.
 PyObject* MessageRepr(PyObject* self) {
@@ -240,13 +276,15 @@ PyObject* MessageGetAttr(PyObject* self, PyObject* name) {
 PyType_Slot message_slots[] = {
     {Py_tp_doc,
      const_cast<char*>("A received message: value is its bytes; memoryview(msg) views them "
-                       "without a copy.")},
+                       "without a copy, and msg[i], msg[a:b] and len(msg) read them as "
+                       "bytes does.")},
     {Py_tp_dealloc, reinterpret_cast<void*>(MessageDealloc)},
     {Py_tp_repr, reinterpret_cast<void*>(MessageRepr)},
     {Py_tp_getset, message_fields},
     {Py_tp_methods, message_methods},
     {Py_tp_getattro, reinterpret_cast<void*>(MessageGetAttr)},
     {Py_mp_length, reinterpret_cast<void*>(MessageLength)},
+    {Py_mp_subscript, reinterpret_cast<void*>(MessageSubscript)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(MessageGetBuffer)},
     {0, nullptr},
 };
@@ -290,6 +328,19 @@ PyObject* NewMessage(PyObject* batch, const ReceivedBatch* data, Py_ssize_t inde
   message->data = data;
   message->index = index;
   return reinterpret_cast<PyObject*>(message);
+}
+
+void ReuseMessage(PyObject* object, PyObject* batch, const ReceivedBatch* data,
+                  Py_ssize_t index) {
+  MessageObject* message = AsMessage(object);
+  message->data = data;
+  message->index = index;
+  if (message->batch != batch) {
+    PyObject* previous = message->batch;
+    Py_INCREF(batch);
+    message->batch = batch;
+    Py_XDECREF(previous);  // last: dropping the old batch may run arbitrary code
+  }
 }
 
 bool MessagePlace(PyObject* object, PyObject** batch, Py_ssize_t* index) {

@@ -13,6 +13,12 @@ namespace tubemq::bindings {
 // error set when out of memory.
 PyObject* NewMessage(PyObject* batch, const ReceivedBatch* data, Py_ssize_t index);
 
+// Points `message`, a Message nobody else holds, at message `index` of `data` (the C++
+// object of the Batch `batch`), as NewMessage would have made it: a hand-out reuses the
+// Message its caller dropped instead of freeing one and allocating the next.
+void ReuseMessage(PyObject* message, PyObject* batch, const ReceivedBatch* data,
+                  Py_ssize_t index);
+
 // Where `object` is, if it is a Message: its Batch (borrowed) and its index there.
 // False, with no error set, for anything else.
 bool MessagePlace(PyObject* object, PyObject** batch, Py_ssize_t* index);

@@ -10,6 +10,13 @@
 // count of committed messages in the batch's ledger entry (the facade's _Unsettled), in
 // one C call. Made in Python, that commit cost about as much as the poll itself.
 //
+// A hand-out reuses a Message its caller has dropped (spare, below) instead of freeing
+// one and allocating the next: in `for message in consumer`, the loop's variable still
+// holds the previous message while the next one is taken, so the cursor keeps the last
+// two it handed out and reuses the older once it alone holds it. A Message nobody else
+// holds cannot be told from a new one (it has no identity a caller could keep: no
+// weak references, no attributes of its own); one a caller keeps is never touched.
+//
 // A cursor belongs to one process: loaded before a fork(), it hands out nothing in the
 // child (the child's consumer then raises ForkedClientError on its slow path). A fork
 // is noticed through a counter bumped by a pthread_atfork handler, so that taking a
@@ -44,6 +51,8 @@ struct CursorObject {
   Py_ssize_t count;           // messages in the batch
   unsigned long generation;   // fork_generation when loaded
   double max_timeout;         // take(): the largest timeout handled here
+  PyObject* spare[2];         // the last two Messages handed out (strong references)
+  int turn;                   // the spare the next hand-out may reuse
 };
 
 CursorObject* AsCursor(PyObject* self) { return reinterpret_cast<CursorObject*>(self); }
@@ -70,21 +79,53 @@ Py_ssize_t Remaining(const CursorObject* cursor) {
   return Holds(cursor) ? cursor->count - cursor->next : 0;
 }
 
+// Whether only the cursor holds `message`, so that it may be reused. Never in a build
+// without the GIL, where another thread may be taking a reference meanwhile.
+bool OnlyCursorHolds(PyObject* message) {
+#ifdef Py_GIL_DISABLED
+  (void)message;
+  return false;
+#else
+  return Py_REFCNT(message) == 1;
+#endif
+}
+
 // The next message (a new reference), or NULL: without an error set when none is left.
 PyObject* Take(CursorObject* cursor) {
   if (Remaining(cursor) == 0) return nullptr;
-  PyObject* message = NewMessage(cursor->batch, cursor->data, cursor->next);
-  if (message != nullptr) ++cursor->next;
+  const Py_ssize_t index = cursor->next;
+  PyObject* spare = cursor->spare[cursor->turn];
+  if (spare != nullptr && OnlyCursorHolds(spare)) {
+    // The caller's reference and the cursor's step first: repointing may drop the
+    // spare's old batch, which may run arbitrary code.
+    Py_INCREF(spare);
+    cursor->turn ^= 1;
+    ++cursor->next;
+    ReuseMessage(spare, cursor->batch, cursor->data, index);
+    return spare;
+  }
+  PyObject* message = NewMessage(cursor->batch, cursor->data, index);
+  if (message == nullptr) return nullptr;
+  Py_INCREF(message);  // the caller's reference; the spare is the cursor's
+  cursor->spare[cursor->turn] = message;
+  cursor->turn ^= 1;
+  ++cursor->next;
+  Py_XDECREF(spare);  // a caller holds it too: only the cursor's reference goes
   return message;
 }
 
 void Clear(CursorObject* cursor) {
   PyObject* batch = cursor->batch;
   PyObject* entry = cursor->entry;
+  PyObject* spares[2] = {cursor->spare[0], cursor->spare[1]};
   cursor->batch = cursor->entry = nullptr;
+  cursor->spare[0] = cursor->spare[1] = nullptr;
   cursor->data = nullptr;
   cursor->next = cursor->count = 0;
-  Py_XDECREF(entry);  // last: dropping them may run arbitrary code
+  // Last: dropping them may run arbitrary code.
+  Py_XDECREF(spares[0]);
+  Py_XDECREF(spares[1]);
+  Py_XDECREF(entry);
   Py_XDECREF(batch);
 }
 
@@ -270,8 +311,9 @@ PyType_Slot cursor_slots[] = {
     {0, nullptr},
 };
 
-// Not GC-tracked: it holds a Batch, which holds no Python object, and the facade's entry
-// of it, which holds that Batch, its counts and its confirm context: no cycle.
+// Not GC-tracked: it holds a Batch, which holds no Python object, the facade's entry of
+// it, which holds that Batch, its counts and its confirm context, and Messages, which
+// hold a Batch: no cycle.
 PyType_Spec cursor_spec = {
     "tubemq._core.MessageCursor", sizeof(CursorObject), 0, Py_TPFLAGS_DEFAULT, cursor_slots,
 };
@@ -280,20 +322,24 @@ PyType_Spec cursor_spec = {
 
 PyObject* IteratorNext(PyObject* self) {
   IteratorObject* iterator = AsIterator(self);
-  // Held across refill(), which may run any Python code, drop the iterator's own
-  // references (tp_clear) included.
   PyObject* cursor = iterator->cursor;
   PyObject* refill = iterator->refill;
   if (cursor == nullptr || refill == nullptr) return nullptr;  // cleared: exhausted
+  // The common case, without references of its own: Take() touches the cursor no more
+  // once it may have run other code.
+  if (PyObject* message = Take(AsCursor(cursor))) return message;
+  if (PyErr_Occurred()) return nullptr;
+  // Held across refill(), which may run any Python code, drop the iterator's own
+  // references (tp_clear) included.
   Py_INCREF(cursor);
   Py_INCREF(refill);
   PyObject* message = nullptr;
   for (;;) {
-    message = Take(AsCursor(cursor));
-    if (message != nullptr || PyErr_Occurred()) break;
     message = PyObject_CallNoArgs(refill);  // waits with the GIL released, checks signals
     if (message != Py_None) break;          // a message, or NULL with the error set
     Py_DECREF(message);
+    message = Take(AsCursor(cursor));       // what another caller of the cursor loaded
+    if (message != nullptr || PyErr_Occurred()) break;
   }
   Py_DECREF(refill);
   Py_DECREF(cursor);

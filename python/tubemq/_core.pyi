@@ -1,7 +1,7 @@
 """Type stubs of the private native module ``tubemq._core`` (use the ``tubemq`` package)."""
 
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, SupportsIndex, final, overload
 
 from typing_extensions import Self
 
@@ -200,7 +200,8 @@ class Producer:
 # consumer
 class Message:
     """A received message. ``value`` is its bytes (copied when read, as other clients'
-    values are); ``memoryview(message)`` views them without a copy.
+    values are); ``memoryview(message)`` views them without a copy, and ``message[i]``,
+    ``message[a:b]`` and ``len(message)`` read them as ``bytes`` does.
 
     ``msg_type`` and ``attrs`` are decoded with ``surrogateescape``: bytes that are not
     UTF-8 come as lone surrogates, and ``.encode("utf-8", "surrogateescape")`` gives the
@@ -233,6 +234,11 @@ class Message:
     @property
     def raw_attrs(self) -> dict[bytes, bytes]: ...
     def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> int:
+        """A byte of the value, as ``bytes`` indexing gives it: no copy of the value."""
+    @overload
+    def __getitem__(self, index: slice, /) -> bytes: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
 _Column = tuple[bytes, bytes, bytes | None, int]

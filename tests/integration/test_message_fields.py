@@ -168,6 +168,21 @@ def test_value_is_bytes_the_buffer_a_view_without_a_copy_and_repr_is_short(maste
             assert pa.py_buffer(view).address != pa.py_buffer(value).address
             with pytest.raises(TypeError):
                 view[0] = 0
+            # Indexed and sliced as bytes is: an int per byte, bytes per slice, the same
+            # errors for an index out of range or of the wrong type.
+            assert [message[i] for i in range(len(message))] == list(value)
+            assert message[-1] == value[-1]
+            for cut in [slice(None), slice(3, 9), slice(-5, None), slice(None, None, -2),
+                        slice(1, 200, 7), slice(50, 2)]:  # fmt: skip
+                assert message[cut] == value[cut]
+            with pytest.raises(IndexError, match="out of range"):
+                message[len(message)]
+            with pytest.raises(IndexError, match="out of range"):
+                message[-len(message) - 1]
+            with pytest.raises(TypeError, match=r"integers or slices .*not str.*attrs"):
+                message["region"]  # type: ignore[call-overload]
+            with pytest.raises(TypeError):
+                message[0] = 1  # type: ignore[index]
             text = repr(message)
             assert text.startswith(
                 f"Message(topic='{topic}', partition_key='{message.partition_key}', "
@@ -199,3 +214,45 @@ def test_value_is_bytes_the_buffer_a_view_without_a_copy_and_repr_is_short(maste
             consumer.poll(0.2)
         gc.collect()
     assert {view.tobytes() for view in views.values()} == {long_value, f"{marker}-s".encode()}
+
+
+def test_messages_a_loop_keeps_stay_as_they_were_handed_out(master, topics):
+    """The cursor reuses a Message its caller dropped for the next one; a message the
+    caller keeps, in any way (a name, a list, a view of its bytes), is never touched: it
+    still shows the value, id and index it was handed out with."""
+    topic, marker = topics[1], uuid.uuid4().hex[:8]
+    with tubemq.Consumer(
+        master=master,
+        group=f"g_{uuid.uuid4().hex[:8]}",
+        topics=[topic],
+        consume_from="latest",
+        **FAST,
+    ) as consumer:
+        joined(consumer)
+        with tubemq.Producer(master=master) as producer:
+            producer.publish(topic)
+            for i in range(600):
+                producer.send_async(topic, f"{marker}-{i}".encode())
+            producer.flush()
+        kept: list[tuple[tubemq.Message, bytes, int, int]] = []
+        views: list[tuple[memoryview, bytes]] = []
+        seen: set[bytes] = set()
+        messages = iter(consumer)
+        deadline = time.monotonic() + 45
+        while len(seen) < 600:
+            assert time.monotonic() < deadline, len(seen)
+            # Both hand-outs: the iterator, and poll() (a name the loop rebinds).
+            message = next(messages) if len(seen) % 2 else consumer.poll(1.0)
+            if message is None or not bytes(message).startswith(marker.encode()):
+                continue
+            value = bytes(message)
+            seen.add(value)
+            if len(seen) % 3 == 0:
+                kept.append((message, value, message.message_id, message.index))
+            elif len(seen) % 3 == 1:
+                views.append((memoryview(message), value))
+        assert len(kept) == 200 and len(views) == 200
+        for message, value, message_id, index in kept:
+            assert (bytes(message), message.message_id, message.index) == (value, message_id, index)
+        assert all(view.tobytes() == value for view, value in views)
+        assert len({id(message) for message, *_ in kept}) == len(kept)
