@@ -9,9 +9,11 @@ them still arrive. ``value`` is a read-only view of the fetched bytes; ``repr`` 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -53,15 +55,10 @@ def escaped(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def joined(consumer: tubemq.Consumer, partitions: int = 4) -> None:
-    deadline = time.monotonic() + 40
-    while len(consumer.assignment()) < partitions:
-        assert time.monotonic() < deadline, consumer.assignment()
-        assert consumer.poll(0.2) is None  # a new "latest" group has nothing yet
-
-
-def test_foreign_attribute_bytes_are_read_losslessly_and_sent_on_unchanged(master, topics, cluster):
-    topic, marker = topics[6], f"foreign-{uuid.uuid4().hex[:8]}"
+@contextlib.contextmanager
+def new_reader(master: str, topic: str, partitions: int = 4) -> Iterator[tubemq.Consumer]:
+    """A consumer of a new group that holds every partition of ``topic`` and has read
+    nothing: whatever is sent from now on comes to it."""
     with tubemq.Consumer(
         master=master,
         group=f"g_{uuid.uuid4().hex[:8]}",
@@ -69,7 +66,16 @@ def test_foreign_attribute_bytes_are_read_losslessly_and_sent_on_unchanged(maste
         consume_from="latest",
         **FAST,
     ) as consumer:
-        joined(consumer)
+        deadline = time.monotonic() + 40
+        while len(consumer.assignment()) < partitions:
+            assert time.monotonic() < deadline, consumer.assignment()
+            assert consumer.poll(0.2) is None  # a new "latest" group has nothing yet
+        yield consumer
+
+
+def test_foreign_attribute_bytes_are_read_losslessly_and_sent_on_unchanged(master, topics, cluster):
+    topic, marker = topics[6], f"foreign-{uuid.uuid4().hex[:8]}"
+    with new_reader(master, topic) as consumer:
         for label, (attribute, msg_type, _) in FOREIGN.items():
             reply = send_message(
                 cluster.broker_address,
@@ -138,14 +144,7 @@ def test_value_is_bytes_the_buffer_a_view_without_a_copy_and_repr_is_short(maste
     pa = pytest.importorskip("pyarrow")
     topic, marker = topics[6], f"value-{uuid.uuid4().hex[:8]}"
     long_value = f"{marker}-long-".encode() + bytes(range(256)) * 4
-    with tubemq.Consumer(
-        master=master,
-        group=f"g_{uuid.uuid4().hex[:8]}",
-        topics=[topic],
-        consume_from="latest",
-        **FAST,
-    ) as consumer:
-        joined(consumer)
+    with new_reader(master, topic) as consumer:
         with tubemq.Producer(master=master) as producer:
             producer.publish(topic)
             producer.send(topic, long_value)
@@ -221,14 +220,7 @@ def test_messages_a_loop_keeps_stay_as_they_were_handed_out(master, topics):
     caller keeps, in any way (a name, a list, a view of its bytes), is never touched: it
     still shows the value, id and index it was handed out with."""
     topic, marker = topics[1], uuid.uuid4().hex[:8]
-    with tubemq.Consumer(
-        master=master,
-        group=f"g_{uuid.uuid4().hex[:8]}",
-        topics=[topic],
-        consume_from="latest",
-        **FAST,
-    ) as consumer:
-        joined(consumer)
+    with new_reader(master, topic) as consumer:
         with tubemq.Producer(master=master) as producer:
             producer.publish(topic)
             for i in range(600):
