@@ -23,6 +23,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -78,8 +79,10 @@ class DeliveryQueue {
   void Push(Delivery delivery) {
     SendPlace copies;  // the result's own strings: freed on this thread, after the lock
     bool wake = false;
+    const auto now = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      NoteArrival(now);
       if (delivery.status.ok()) {
         delivery.place = PlaceOf(delivery.result);
         copies.topic.swap(delivery.result.topic);
@@ -91,7 +94,7 @@ class DeliveryQueue {
       // linger waits for, or the last outcome still to come. A wake-up per push cost a
       // futex call per message.
       wake = items_.size() == 1 || items_.size() == lingering_for_ ||
-             (lingering_for_ > 0 && AllArrived());
+             (lingering_for_ > 0 && NothingToLingerFor());
     }
     if (wake) ready_.notify_one();
   }
@@ -124,12 +127,17 @@ class DeliveryQueue {
            drainer_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
 
-  // Waits up to `wait` for a place (or Wake()) and takes it; false without one.
+  // Waits up to `wait` for a place (or Wake()) and takes it; false without one. While
+  // it waits, the sender counts as a thread waiting for every outcome (Flushing()): a
+  // place frees only once outcomes are settled, and with a small max_in_flight a
+  // lingering drain would hold the sender up for the whole linger per outcome.
   bool WaitAdmit(std::chrono::milliseconds wait) {
     if (TryAdmit()) return true;
     std::unique_lock<std::mutex> lock(mutex_);
     const uint64_t woken = wake_generation_;
+    ChangeFlushing(1);
     room_.wait_for(lock, wait, [&] { return HasRoom() || wake_generation_ != woken; });
+    ChangeFlushing(-1);
     return TryAdmit();
   }
 
@@ -140,11 +148,18 @@ class DeliveryQueue {
   // sending thread that releases the GIL around each send then waits for it, so fewer,
   // larger drains are what keeps send_async() cheap. Futures complete at most `linger`
   // later for it, unless a thread waits for one (Waiting()): then nothing lingers. Nor
-  // does it linger once every admitted send's outcome is here: there is no more to wait
-  // for. So produce() then flush() pays no linger, and flush() of a full window need not
-  // count as waiting: its outcomes still come in batches (it used to stop the linger,
-  // and a flush of 20 000 sends took some 2 000 drains, a third of the delivery
-  // thread's CPU in a 5 s window of send_async()).
+  // does it linger, while a thread waits for every outcome (Flushing(): flush(), close(),
+  // a sender waiting for a place), once every admitted send's outcome is here: there is
+  // no more to wait for. So produce() then flush() pays no linger, and flush() of a full
+  // window still gets its outcomes in batches (counted as waiting, a flush of 20 000
+  // sends took some 2 000 drains, a third of the delivery thread's CPU in a 5 s window
+  // of send_async()). Without such a thread, outcomes that all arrived still linger
+  // while they come often enough for the linger to gather more (kLingerGathers): at
+  // 1 000 msg/s, where each send's answer is in before the next send, a drain at every
+  // answer cost the delivery thread a GIL hand-over and a wake-up per message (the
+  // Python threads' CPU beside a consumer fell from about 100 to 65 us per message
+  // with the linger). At a slower trickle a linger would gather nothing and only delay
+  // the callbacks, so there outcomes are handed out at once.
   std::vector<Delivery> Drain(std::chrono::milliseconds wait, size_t max) {
     drainer_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mutex_);
@@ -152,7 +167,8 @@ class DeliveryQueue {
     const uint64_t woken = wake_generation_;
     ready_.wait_for(lock, wait, [&] { return !items_.empty() || wake_generation_ != woken; });
     const auto enough = [&] {
-      return items_.size() >= max || wake_generation_ != woken || waiting_ > 0 || AllArrived();
+      return items_.size() >= max || wake_generation_ != woken || waiting_ > 0 ||
+             NothingToLingerFor();
     };
     if (!items_.empty() && !enough()) {
       lingering_for_ = max;
@@ -190,6 +206,13 @@ class DeliveryQueue {
 
   // Waiting(), only if the lock is free right now (see TrySettled()).
   bool TryWaiting(int change) { return TryLocked([&] { ChangeWaiting(change); }); }
+
+  // A Python thread starts (+1) or stops (-1) waiting for every outcome (flush(),
+  // close()): drains linger no more once all of them are here.
+  void Flushing(int change) { Locked([&] { ChangeFlushing(change); }); }
+
+  // Flushing(), only if the lock is free right now (see TrySettled()).
+  bool TryFlushing(int change) { return TryLocked([&] { ChangeFlushing(change); }); }
 
   void Wake() {
     {
@@ -235,9 +258,34 @@ class DeliveryQueue {
   // send admitted meanwhile only makes this false, and its push is checked again).
   bool AllArrived() const { return items_.size() >= unsettled_.load(std::memory_order_relaxed); }
 
+  // Outcomes arriving at most a kLingerGathers-th of the linger apart, on average, are
+  // worth lingering for once all are in: the linger gathers a few of them per drain.
+  static constexpr int kLingerGathers = 2;
+  static constexpr int kArrivalGapWeight = 8;  // the average's weight for each new gap
+
+  // Every outcome is here, and a thread waits for all of them or more are unlikely to
+  // come within the linger (with mutex_ held).
+  bool NothingToLingerFor() const {
+    return AllArrived() &&
+           (flushing_ > 0 || !arrival_gap_ || *arrival_gap_ * kLingerGathers > linger_);
+  }
+
+  void NoteArrival(std::chrono::steady_clock::time_point now) {  // with mutex_ held
+    if (last_arrival_) {
+      const auto gap = std::chrono::duration_cast<std::chrono::microseconds>(now - *last_arrival_);
+      arrival_gap_ = arrival_gap_ ? *arrival_gap_ + (gap - *arrival_gap_) / kArrivalGapWeight : gap;
+    }
+    last_arrival_ = now;
+  }
+
   void ChangeWaiting(int change) {  // with mutex_ held
     waiting_ += change;
     if (change > 0) ready_.notify_all();  // a lingering drain stops lingering
+  }
+
+  void ChangeFlushing(int change) {  // with mutex_ held
+    flushing_ += change;
+    if (change > 0) ready_.notify_all();  // a lingering drain checks NothingToLingerFor()
   }
 
   void FreeInHand() {  // with mutex_ held
@@ -258,6 +306,11 @@ class DeliveryQueue {
   std::atomic<std::thread::id> drainer_{};
   size_t lingering_for_ = 0;       // the count a lingering drain waits for (0: none)
   int waiting_ = 0;                // Python threads waiting for an outcome
+  int flushing_ = 0;               // threads waiting for every outcome
+  // The usual time between outcomes (a moving average; none before the second outcome),
+  // and when the last one arrived.
+  std::optional<std::chrono::microseconds> arrival_gap_;
+  std::optional<std::chrono::steady_clock::time_point> last_arrival_;
   uint64_t wake_generation_ = 0;
   std::unordered_map<std::string, std::shared_ptr<const SendPlace>> places_;  // by key
 };

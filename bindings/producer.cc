@@ -35,10 +35,19 @@ class DeliveryWaits {
   DeliveryWaits(std::weak_ptr<DeliveryQueue> queue, pid_t creator_pid)
       : queue_(std::move(queue)), creator_pid_(creator_pid) {}
 
+  // A thread waits for one outcome (+1) or no longer (-1): DeliveryQueue::Waiting.
   void Change(int change) {
     if (::getpid() != creator_pid_) return;
     const std::shared_ptr<DeliveryQueue> queue = queue_.lock();
     if (queue && !queue->TryWaiting(change)) WithoutGil([&] { queue->Waiting(change); });
+  }
+
+  // A thread waits for every outcome (+1), flush() or close(), or no longer (-1):
+  // DeliveryQueue::Flushing.
+  void ChangeFlushing(int change) {
+    if (::getpid() != creator_pid_) return;
+    const std::shared_ptr<DeliveryQueue> queue = queue_.lock();
+    if (queue && !queue->TryFlushing(change)) WithoutGil([&] { queue->Flushing(change); });
   }
 
  private:
@@ -321,7 +330,11 @@ void RegisterProducer(py::module_& module) {
                             "Tells a producer's delivery queue that a thread waits for an outcome.")
       .def("begin", [](DeliveryWaits& self) { self.Change(1); },
            "A thread starts waiting: drains stop lingering for more outcomes.")
-      .def("end", [](DeliveryWaits& self) { self.Change(-1); }, "The thread no longer waits.");
+      .def("end", [](DeliveryWaits& self) { self.Change(-1); }, "The thread no longer waits.")
+      .def("begin_flush", [](DeliveryWaits& self) { self.ChangeFlushing(1); },
+           "A thread starts waiting for every outcome: drains linger no more once all are in.")
+      .def("end_flush", [](DeliveryWaits& self) { self.ChangeFlushing(-1); },
+           "The thread no longer waits for every outcome.");
 
   py::class_<PyProducer>(module, "Producer", "The native producer (use tubemq.Producer).")
       .def(py::init<const ClientConfig&, const ProducerOptions&>(), py::arg("config"),

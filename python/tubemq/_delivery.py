@@ -164,11 +164,13 @@ class DeliveryTracker:
                 self._changed.wait_for(lambda: self.pending() == 0, timeout)
                 return self.pending()
         # Not counted as waiting for an outcome (waiting()): that would hand a flushed
-        # window's outcomes out a few at a time. The native queue lingers for none once
-        # every outcome is in, so produce() then flush() in a loop pays no linger anyway.
+        # window's outcomes out a few at a time. Counted as waiting for all of them
+        # instead: the native queue then lingers for none once every outcome is in, so
+        # produce() then flush() in a loop pays no linger.
         with self._changed:
             if self._pending and timeout != 0:
-                self._changed.wait_for(lambda: not self._pending, timeout)
+                with self._board.flushing():
+                    self._changed.wait_for(lambda: not self._pending, timeout)
             self._unseen.report(now=True)  # a flush is where the caller looks
             return len(self._pending)
 
@@ -182,7 +184,12 @@ class DeliveryTracker:
         with self._changed:
             before = self._completed
             if timeout != 0:
-                self._changed.wait_for(lambda: self._completed != before or self._stopping, timeout)
+                # A thread waiting for an outcome (Kafka's produce() then poll(1.0)): the
+                # native queue hands the next one out at once instead of lingering.
+                with self._board.waiting():
+                    self._changed.wait_for(
+                        lambda: self._completed != before or self._stopping, timeout
+                    )
             return self._completed - before
 
     def waiting(self) -> contextlib.AbstractContextManager[None]:

@@ -64,6 +64,16 @@ class HandleBoard:
         finally:
             self.waits.end()
 
+    @contextlib.contextmanager
+    def flushing(self) -> Iterator[None]:
+        """While the caller waits for every outcome (flush, close): the native queue
+        lingers no more once all of them have arrived."""
+        self.waits.begin_flush()
+        try:
+            yield
+        finally:
+            self.waits.end_flush()
+
 
 class _Waiters(list):  # type: ignore[type-arg]  # concurrent.futures' private waiter objects
     """A handle's ``concurrent.futures`` waiters. ``wait()`` and ``as_completed()`` add

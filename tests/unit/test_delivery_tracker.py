@@ -65,11 +65,14 @@ class FakeNative:
 
 
 class FakeWaits:
-    """The native delivery queue's count of threads waiting for an outcome."""
+    """The native delivery queue's counts of threads waiting for an outcome and of
+    threads waiting for every outcome (flushing)."""
 
     def __init__(self) -> None:
         self.waiting = 0
         self.most = 0
+        self.flushing = 0
+        self.most_flushing = 0
 
     def begin(self) -> None:
         self.waiting += 1
@@ -77,6 +80,13 @@ class FakeWaits:
 
     def end(self) -> None:
         self.waiting -= 1
+
+    def begin_flush(self) -> None:
+        self.flushing += 1
+        self.most_flushing = max(self.most_flushing, self.flushing)
+
+    def end_flush(self) -> None:
+        self.flushing -= 1
 
 
 @pytest.fixture
@@ -242,21 +252,31 @@ def test_every_thread_waiting_for_an_outcome_is_counted_while_it_waits(tracked):
     assert waits.waiting == 0
 
 
-def test_flush_does_not_count_as_waiting_for_an_outcome(tracked):
-    # Counted, it stopped the linger for a whole window's outcomes, handing them out a
-    # few at a time. The native queue ends a linger once every outcome is in
-    # (delivery_queue_test.cc), so produce() then flush() pays none without it.
+def test_flush_counts_as_waiting_for_every_outcome_not_for_one(tracked):
+    # Counted as waiting for one outcome, it stopped the linger for a whole window's
+    # outcomes, handing them out a few at a time. Counted as waiting for every outcome,
+    # the native queue ends a linger once all are in (delivery_queue_test.cc), so
+    # produce() then flush() pays none; without a flush, a trickle's outcomes linger.
+    # The count ends with the flush, however it ends.
     native, tracker = tracked
     waits = native.waits
     token, _ = tracker.register(None, handle=False)  # produce(), then flush()
     flushed: list[int] = []
     flusher = threading.Thread(target=lambda: flushed.append(tracker.wait_empty(5)))
     flusher.start()
-    time.sleep(0.05)
-    assert flusher.is_alive() and (waits.waiting, waits.most) == (0, 0)
+    deadline = time.monotonic() + 5
+    while waits.flushing == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert flusher.is_alive() and (waits.waiting, waits.most, waits.flushing) == (0, 0, 1)
     native.answer(token, result="stored")
     flusher.join(5)
-    assert flushed == [0] and waits.most == 0
+    assert flushed == [0] and waits.most == 0 and (waits.flushing, waits.most_flushing) == (0, 1)
+    late, _ = tracker.register(None, handle=False)
+    assert tracker.wait_empty(0.05) == 1  # timed out: the count still ends
+    assert waits.flushing == 0
+    assert tracker.wait_empty(0) == 1 and waits.most_flushing == 1  # no wait, no count
+    native.answer(late, result="stored")
+    assert tracker.wait_empty(5) == 0
 
 
 def test_raising_callbacks_are_logged_and_do_not_stop_the_others(tracked, caplog):
@@ -398,6 +418,22 @@ def test_wait_completed_counts_what_completed_and_returns_as_soon_as_one_does(tr
         completed += tracker.wait_completed(10)  # returns on a completion, not after 10 s
     assert time.monotonic() - began < 5
     answered.join()
+
+
+def test_wait_completed_counts_as_waiting_for_an_outcome_while_it_waits(tracked):
+    # Kafka's produce() then poll(1.0): the native queue must hand the outcome out at
+    # once, not after its linger. poll(0) waits for nothing and so is not counted.
+    native, tracker = tracked
+    waits = native.waits
+    token, _ = _send(tracker)
+    assert tracker.wait_completed(0) == 0 and waits.most == 0
+    returned: list[int] = []
+    waiter = _waiting_thread(waits, lambda: returned.append(tracker.wait_completed(10)))
+    assert waits.waiting == 1 and waits.flushing == 0
+    native.answer(token, result="stored")
+    waiter.join(5)
+    assert returned == [1] and waits.waiting == 0
+    assert tracker.wait_completed(0.05) == 0 and (waits.waiting, waits.most) == (0, 1)
 
 
 def test_wait_completed_from_a_callback_returns_at_once(tracked):
