@@ -285,7 +285,10 @@ class DeliveryQueue {
 
   void ChangeFlushing(int change) {  // with mutex_ held
     flushing_ += change;
-    if (change > 0) ready_.notify_all();  // a lingering drain checks NothingToLingerFor()
+    // A lingering drain stops once every outcome is in; with some still to come, the
+    // last one's Push() ends it. (Woken each time, the drainer was woken for every
+    // send that waited for a place in a full window.)
+    if (change > 0 && lingering_for_ > 0 && AllArrived()) ready_.notify_all();
   }
 
   void FreeInHand() {  // with mutex_ held
