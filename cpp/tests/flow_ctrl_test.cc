@@ -217,6 +217,27 @@ TEST(PartitionPacer, DataWithinOneMillisecondRestsNoLessThanTheShortestPacedRest
   EXPECT_EQ(pacer.DelayAfter(Empty(), NoRules(), 5001), kShortestPacedRest);
 }
 
+TEST(PartitionPacer, RestsEndOnASharedGridWithinHalfAStep) {
+  using std::chrono::steady_clock;
+  const steady_clock::time_point grid_point(std::chrono::seconds(1000));  // on the grid
+  // Two partitions whose 250 us rests began 40 us apart end on one step: one wake-up.
+  EXPECT_EQ(RestEnd(grid_point + 10us, 250us), RestEnd(grid_point + 50us, 250us));
+  EXPECT_EQ(RestEnd(grid_point + 10us, 250us), grid_point + 250us);
+  // Nearest, not later: a rest ends at most half a step early or late.
+  static_assert(kRestGrid == 125us);  // half a step: 62.5 us
+  EXPECT_EQ(RestEnd(grid_point, 312us), grid_point + 250us);
+  EXPECT_EQ(RestEnd(grid_point, 313us), grid_point + 375us);
+  for (microseconds offset = 0us; offset < 2 * kRestGrid; offset += 7us) {
+    const steady_clock::time_point now = grid_point + offset;
+    for (const microseconds rest : {1us, 100us, 250us, 600us, 50'000us}) {
+      const steady_clock::time_point end = RestEnd(now, rest);
+      EXPECT_GE(end, now);  // never in the past
+      EXPECT_LE(2 * std::chrono::abs(end - (now + rest)), kRestGrid);
+      EXPECT_EQ((end.time_since_epoch() % kRestGrid).count() == 0 || end == now, true);
+    }
+  }
+}
+
 // A 200 that read to the end of the index, with `messages` messages.
 FetchOutcome CaughtUp(int64_t messages) {
   FetchOutcome read;

@@ -301,7 +301,8 @@ void Consumer::Impl::RefetchAfterRest(const std::string& key, uint64_t token,
                                       std::chrono::microseconds rest) {
   // A sibling's reply may end the rest first (WakeSiblings); the timer then finds it over.
   const uint64_t rest_id = store_watch_.Rest(key, token);
-  auto timer = std::make_shared<asio::steady_timer>(engine_->io(), rest);
+  auto timer = std::make_shared<asio::steady_timer>(
+      engine_->io(), flowctrl::RestEnd(Clock::now(), rest));
   std::weak_ptr<Impl> weak = shared_from_this();
   timer->async_wait([timer, weak, key, token, rest_id](const asio::error_code&) {
     const auto self = weak.lock();

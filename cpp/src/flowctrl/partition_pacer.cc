@@ -34,6 +34,15 @@ std::chrono::microseconds PacedEmptyWait(int32_t empty_fetches, int64_t ceiling_
                                     kShortestPacedRest}));
 }
 
+std::chrono::steady_clock::time_point RestEnd(std::chrono::steady_clock::time_point now,
+                                              std::chrono::microseconds rest) {
+  using std::chrono::steady_clock;
+  const auto step = std::chrono::duration_cast<steady_clock::duration>(kRestGrid);
+  const steady_clock::duration due = (now + rest).time_since_epoch();
+  const steady_clock::duration nearest = (due + step / 2) / step * step;
+  return std::max(now, steady_clock::time_point(nearest));
+}
+
 std::chrono::microseconds CaughtUpRest(const FetchOutcome& outcome, int64_t ceiling_ms) {
   const bool busy_and_caught_up = outcome.code == 200 && !outcome.escaped &&
                                   !outcome.nothing_new && outcome.caught_up &&

@@ -93,6 +93,21 @@ std::chrono::microseconds PacedEmptyWait(int32_t empty_fetches, int64_t ceiling_
                                          std::optional<std::chrono::microseconds> data_gap,
                                          std::chrono::microseconds quiet);
 
+// When a rest taken on the I/O thread ends: `now + rest`, moved to the nearest multiple
+// of kRestGrid since the clock's epoch, but never before `now` (so at most half a step
+// early or late). Each rest's own timer woke the I/O thread once, and the fetch it sent
+// woke it again with the reply: probing 4 partitions every quarter of a millisecond, as
+// PacedEmptyWait does at 1 000 msg/s, was some 11 context switches per message, most of
+// the consumer's CPU. Rests that end on one step of the grid fire in one wake-up, and
+// their fetches leave together, so their replies tend to share one too. (Side by side at
+// 1 000 msg/s over 4 partitions, 6 and 4 rounds: the C++ driver 40 % of a core against
+// 43 %, broker 24 % against 25 %, median latency 0.37 ms against 0.38; the Python client
+// 38.5-39.5 % against 41-42 %, 6.9 fetches and sends per message against 8.0, median
+// 0.33 ms against 0.35. At 10 000 msg/s, a point less for client and broker.)
+inline constexpr std::chrono::microseconds kRestGrid{125};
+std::chrono::steady_clock::time_point RestEnd(std::chrono::steady_clock::time_point now,
+                                              std::chrono::microseconds rest);
+
 // The usual time between a partition's fetches that brought data: a moving average
 // over the last few (weight kGapWeight for each new one), with a gap of more than
 // kLongestDataGapMs (an idle spell, not a pace) capped there.
