@@ -1,5 +1,5 @@
-"""``python -m bench.thread_split``: where a consume window's CPU goes, thread by thread,
-for our Python client and our C++ driver side by side.
+"""``python -m bench.thread_split``: where a consume or latency window's CPU goes, thread
+by thread, for our Python client and our C++ driver side by side.
 
 The bench reports each client's process CPU per message. This splits it between the
 application's thread (the caller: the loop, the hand-out, the polls and commits) and the
@@ -10,6 +10,11 @@ Threads are sampled every 20 ms from /proc (``schedstat``: nanoseconds on a CPU,
 scheduled), so that the C++ driver's threads, which end with its window, count too.
 A window's group join is in its figures, for both clients alike: a few milliseconds in
 a window of a second or more.
+
+``--modes latency`` runs the bench's latency window instead (a sender thread at
+``--rate`` messages per second, the caller consuming): there the threads other than the
+caller and the I/O threads (the sender, the delivery thread) are shown by name, and the
+figures are per message sent.
 """
 
 from __future__ import annotations
@@ -59,8 +64,8 @@ class ThreadSampler:
             self._last.update(_threads(self._pid))
 
     def stop(self) -> dict[str, tuple[float, float]]:
-        """Per kind of thread (``caller``, ``io``, ``other``): (ns on a CPU, times
-        scheduled) since the start."""
+        """Per kind of thread (``caller``, ``io``, or the thread's name): (ns on a CPU,
+        times scheduled) since the start."""
         self._stopping.set()
         self._thread.join()
         self._last.update(_threads(self._pid))
@@ -69,18 +74,25 @@ class ThreadSampler:
             _, cpu_before, scheduled_before = self._before.get(tid, (name, 0, 0))
             kind = (
                 "caller" if tid == str(self._pid)
-                else "io" if name.startswith("tubemq-io") else "other"
+                else "io" if name.startswith("tubemq-io") else name
             )  # fmt: skip
             cpu, times = split.get(kind, (0.0, 0.0))
             split[kind] = (cpu + on_cpu - cpu_before, times + scheduled - scheduled_before)
         return split
 
 
-def window_split(driver: drivers.Driver, mode: str, size: int, messages: int) -> dict[str, float]:
-    """One consume window of ``driver``: ns per message per kind of thread, times
-    scheduled per 1 000 messages, and the process's ns per message."""
+def window_split(
+    driver: drivers.Driver, mode: str, size: int, messages: int, rate: float = 0.0
+) -> dict[str, float]:
+    """One consume (or latency, at ``rate``) window of ``driver``: ns per message per kind
+    of thread, times scheduled per 1 000 messages, and the process's ns per message."""
     sampler = ThreadSampler(driver.pid)
-    answer = driver.window(mode, size, runner.backlog_topic(size), 600.0, messages)
+    if mode.startswith("latency"):
+        answer = driver.window(
+            mode, size, runner.LATENCY_TOPIC, runner.FULL.latency_s, 0, rate=rate
+        )
+    else:
+        answer = driver.window(mode, size, runner.backlog_topic(size), 600.0, messages)
     split = sampler.stop()
     count = answer["count"]
     figures = {"process": answer["cpu_s"] / count * 1e9}
@@ -103,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024, choices=sorted(runner.FULL.backlog))
     parser.add_argument("--modes", default="consume,consume-batch")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=1000.0, help="latency: msg/s")
     args = parser.parse_args(argv)
     messages = runner.FULL.backlog[args.size]
     modes = args.modes.split(",")
@@ -110,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     cluster, started_here = runner.open_cluster(args.cluster_dir)
     try:
-        runner.fill_backlogs(cluster.master_address, runner.FULL, (args.size,), 1800.0)
+        if any(not mode.startswith("latency") for mode in modes):
+            runner.fill_backlogs(cluster.master_address, runner.FULL, (args.size,), 1800.0)
         clients = {
             name: drivers.Driver(name, cluster.master_address, None, 600.0) for name in CLIENTS
         }
@@ -119,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 order = CLIENTS if round_number % 2 == 0 else CLIENTS[::-1]
                 for mode in modes:
                     for name in order:  # the C++ driver's consume-batch is its consume
-                        figures = window_split(clients[name], mode, args.size, messages)
+                        figures = window_split(clients[name], mode, args.size, messages, args.rate)
                         results.setdefault((name, mode), []).append(figures)
                         print(f"round {round_number + 1} {name} {mode}: {_shown(figures)}",
                               flush=True)  # fmt: skip
