@@ -1,5 +1,6 @@
 // StoreWatch (consumer/store_watch.h): a short rest after "nothing new" ends early once
-// a reply for another partition of the same store shows the store's index grew.
+// a reply for another partition of the same store shows the store's index grew; a long
+// one only when that growth ends a quiet spell of the store.
 #include "consumer/store_watch.h"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,51 @@ TEST(StoreWatch, ARestBegunBeforeAnyOffsetWasKnownEndsAtTheFirstOne) {
   StoreWatch watch;
   watch.Rest("1:t:1", 9);
   EXPECT_EQ(watch.Reached("1:t:0", 0), (Wakes{{"1:t:1", 9}}));
+}
+
+TEST(StoreWatch, ALongRestBesideABusySiblingGoesOnButEndsWhenAQuietStoreGrows) {
+  using std::chrono::milliseconds;
+  StoreWatch watch;
+  const StoreWatch::Clock::time_point start{};
+  watch.Reached("1:t:0", 28, start);
+  watch.Rest("1:t:1", 1, /*long_rest=*/true);
+  watch.Rest("1:t:2", 2);  // short
+  // The busy sibling's entries come every few milliseconds: only the short rest ends.
+  EXPECT_EQ(watch.Reached("1:t:0", 56, start + milliseconds(4)), (Wakes{{"1:t:2", 2}}));
+  EXPECT_EQ(watch.Reached("1:t:0", 84, start + milliseconds(8)), Wakes{});
+  // Quiet for a while, then new entries: the long rest ends too, once.
+  const auto later = start + milliseconds(8) + StoreWatch::kQuietStore;
+  EXPECT_EQ(watch.Reached("1:t:0", 112, later), (Wakes{{"1:t:1", 1}}));
+  EXPECT_EQ(watch.Reached("1:t:0", 140, later + StoreWatch::kQuietStore), Wakes{});
+}
+
+TEST(StoreWatch, TheFirstGrowthAStoreShowsEndsLongRestsToo) {
+  // A consumer that joined an idle topic has seen no offsets (404 replies carry none):
+  // the first reply that shows any is new data after a quiet spell.
+  StoreWatch watch;
+  watch.Rest("1:t:1", 3, /*long_rest=*/true);
+  watch.Rest("1:t:2", 4, /*long_rest=*/true);
+  EXPECT_EQ(watch.Reached("1:t:0", 28), (Wakes{{"1:t:1", 3}, {"1:t:2", 4}}));
+}
+
+TEST(StoreWatch, AStoreIsBusyOnceItHasGrownSteadilyAndUntilItIsQuiet) {
+  using std::chrono::milliseconds;
+  StoreWatch watch;
+  const StoreWatch::Clock::time_point start{};
+  EXPECT_FALSE(watch.Busy("1:t:0", start));  // nothing known
+  watch.Reached("1:t:0", 28, start);
+  watch.Reached("1:t:2", 56, start + milliseconds(1));
+  // A burst after a quiet spell: not yet steady writes.
+  EXPECT_FALSE(watch.Busy("1:t:1", start + milliseconds(2)));
+  for (int ms = 2; ms <= 30; ms += 2) {
+    watch.Reached("1:t:0", 56 + 28 * ms, start + milliseconds(ms));
+  }
+  EXPECT_TRUE(watch.Busy("1:t:1", start + milliseconds(30)));  // any partition of the store
+  EXPECT_FALSE(watch.Busy("2:t:1", start + milliseconds(30)));  // not another broker's
+  // No growth for a while: quiet again, and a new burst starts the count afresh.
+  EXPECT_FALSE(watch.Busy("1:t:1", start + milliseconds(30) + StoreWatch::kQuietStore));
+  watch.Reached("1:t:0", 2000, start + milliseconds(500));
+  EXPECT_FALSE(watch.Busy("1:t:1", start + milliseconds(501)));
 }
 
 }  // namespace

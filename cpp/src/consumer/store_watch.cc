@@ -17,11 +17,11 @@ std::string StoreWatch::StoreOf(const std::string& key) {
   return key.substr(0, colon) + "#" + std::to_string(id / kPartitionsPerStoreBase);
 }
 
-uint64_t StoreWatch::Rest(const std::string& key, uint64_t token) {
+uint64_t StoreWatch::Rest(const std::string& key, uint64_t token, bool long_rest) {
   std::lock_guard<std::mutex> lock(mutex_);
   Store& store = stores_[StoreOf(key)];
   const uint64_t id = ++next_id_;
-  store.resting[key] = Resting{token, id, store.end};
+  store.resting[key] = Resting{token, id, store.end, long_rest};
   return id;
 }
 
@@ -35,14 +35,19 @@ bool StoreWatch::Expire(const std::string& key, uint64_t rest_id) {
   return true;
 }
 
-std::vector<StoreWatch::Wake> StoreWatch::Reached(const std::string& key, int64_t max_offset) {
+std::vector<StoreWatch::Wake> StoreWatch::Reached(const std::string& key, int64_t max_offset,
+                                                  Clock::time_point now) {
   std::vector<Wake> woken;
   std::lock_guard<std::mutex> lock(mutex_);
   Store& store = stores_[StoreOf(key)];
   if (max_offset <= store.end) return woken;  // nothing new since the last reply showed
+  const bool after_quiet = !store.grew_at || now - *store.grew_at >= kQuietStore;
   store.end = max_offset;
+  if (after_quiet) store.growing_since = now;
+  store.grew_at = now;
   for (auto it = store.resting.begin(); it != store.resting.end();) {
-    if (it->first != key && it->second.end_seen < max_offset) {
+    if (it->first != key && it->second.end_seen < max_offset &&
+        (after_quiet || !it->second.long_rest)) {
       woken.emplace_back(it->first, it->second.token);
       it = store.resting.erase(it);
     } else {
@@ -50,6 +55,15 @@ std::vector<StoreWatch::Wake> StoreWatch::Reached(const std::string& key, int64_
     }
   }
   return woken;
+}
+
+bool StoreWatch::Busy(const std::string& key, Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = stores_.find(StoreOf(key));
+  if (found == stores_.end()) return false;
+  const Store& store = found->second;
+  return store.grew_at && now - *store.grew_at < kQuietStore &&
+         now - store.growing_since >= kSteadyWrites;
 }
 
 }  // namespace tubemq::consumer

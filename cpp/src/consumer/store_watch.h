@@ -7,11 +7,19 @@
 // a busy store makes anyway (each new entry is "nothing new" for the others), so probe
 // the store for each other, and a message waits for the soonest of them rather than for
 // its own partition's next fetch.
+//
+// Long rests (an empty streak's back-off towards msg_not_found_wait_ms) end so only when
+// the growth ends a quiet spell of the store. A partition idle beside a busy sibling
+// would otherwise be fetched once per message the sibling received; but when a quiet
+// topic gets data again, each partition waited out its own back-off (up to 400 ms by
+// default) while a sibling's reply had already shown new entries, perhaps its own.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -24,27 +32,46 @@ class StoreWatch {
   // A partition to fetch now: its key and the token of its use.
   using Wake = std::pair<std::string, uint64_t>;
 
-  // The partition `key` (used under `token`) starts a short rest; the id names this rest
-  // for Expire(). A rest begun again replaces the partition's earlier one.
-  uint64_t Rest(const std::string& key, uint64_t token);
+  using Clock = std::chrono::steady_clock;
+
+  // How long a store must have shown no growth for its next growth to end long rests.
+  static constexpr std::chrono::milliseconds kQuietStore{100};
+
+  // The partition `key` (used under `token`) starts a rest, `long_rest` for one of the
+  // back-off's long steps; the id names this rest for Expire(). A rest begun again
+  // replaces the partition's earlier one.
+  uint64_t Rest(const std::string& key, uint64_t token, bool long_rest = false);
 
   // The rest's own timer ran out: true when the rest is still on (no sibling's reply
   // ended it), and it ends now. False: the partition was woken already.
   bool Expire(const std::string& key, uint64_t rest_id);
 
-  // A reply for `key` says the index of its store reaches `max_offset`: the resting
-  // siblings whose rest began when the index ended before that, each to fetch now (their
-  // rests end here). Called with no lock of the caller's held: the caller fetches them.
-  std::vector<Wake> Reached(const std::string& key, int64_t max_offset);
+  // A reply for `key` at `now` says the index of its store reaches `max_offset`: the
+  // resting siblings whose rest began when the index ended before that, each to fetch
+  // now (their rests end here); long rests only when the store had shown no growth for
+  // kQuietStore. Called with no lock of the caller's held: the caller fetches them.
+  std::vector<Wake> Reached(const std::string& key, int64_t max_offset,
+                            Clock::time_point now = Clock::now());
+
+  // Whether the store of `key` is being written to steadily: it has grown with no quiet
+  // spell for at least kSteadyWrites, the last time within kQuietStore. At a busy store
+  // a read that stops a few entries short of the index's end is the usual answer at
+  // the end, a few entries behind the writes; after a quiet spell (a burst of writes
+  // into a quiet topic) the entries left are there to read, perhaps the partition's own.
+  static constexpr std::chrono::milliseconds kSteadyWrites{20};
+  bool Busy(const std::string& key, Clock::time_point now = Clock::now());
 
  private:
   struct Resting {
     uint64_t token = 0;
     uint64_t id = 0;
     int64_t end_seen = -1;  // the store's end as known when the rest began; -1 unknown
+    bool long_rest = false;
   };
   struct Store {
     int64_t end = -1;  // the furthest end any reply showed
+    std::optional<Clock::time_point> grew_at;  // when a reply last showed it further
+    Clock::time_point growing_since{};         // the first growth after a quiet spell
     std::map<std::string, Resting> resting;
   };
   // The store of a partition key "brokerId:topic:partitionId": "brokerId:topic#store".
