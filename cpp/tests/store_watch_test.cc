@@ -91,20 +91,25 @@ TEST(StoreWatch, AStoreIsBusyOnceItHasGrownSteadilyAndUntilItIsQuiet) {
   using std::chrono::milliseconds;
   StoreWatch watch;
   const StoreWatch::Clock::time_point start{};
-  EXPECT_FALSE(watch.Busy("1:t:0", start));  // nothing known
-  watch.Reached("1:t:0", 28, start);
-  watch.Reached("1:t:2", 56, start + milliseconds(1));
-  // A burst after a quiet spell: not yet steady writes.
-  EXPECT_FALSE(watch.Busy("1:t:1", start + milliseconds(2)));
+  bool busy = true;
+  // Any reply of the store answers, whether it shows growth or not (here: no offsets
+  // known before, so the first is a growth after a quiet spell).
+  watch.Reached("1:t:0", 28, start, &busy);
+  EXPECT_FALSE(busy);
+  watch.Reached("1:t:2", 56, start + milliseconds(1), &busy);
+  EXPECT_FALSE(busy);  // a burst after a quiet spell: not yet steady writes
   for (int ms = 2; ms <= 30; ms += 2) {
     watch.Reached("1:t:0", 56 + 28 * ms, start + milliseconds(ms));
   }
-  EXPECT_TRUE(watch.Busy("1:t:1", start + milliseconds(30)));  // any partition of the store
-  EXPECT_FALSE(watch.Busy("2:t:1", start + milliseconds(30)));  // not another broker's
+  watch.Reached("1:t:1", 56, start + milliseconds(30), &busy);  // no growth of its own
+  EXPECT_TRUE(busy);
+  watch.Reached("2:t:1", 28, start + milliseconds(30), &busy);  // another broker's store
+  EXPECT_FALSE(busy);
   // No growth for a while: quiet again, and a new burst starts the count afresh.
-  EXPECT_FALSE(watch.Busy("1:t:1", start + milliseconds(30) + StoreWatch::kQuietStore));
-  watch.Reached("1:t:0", 2000, start + milliseconds(500));
-  EXPECT_FALSE(watch.Busy("1:t:1", start + milliseconds(501)));
+  watch.Reached("1:t:1", 56, start + milliseconds(30) + StoreWatch::kQuietStore, &busy);
+  EXPECT_FALSE(busy);
+  watch.Reached("1:t:0", 2000, start + milliseconds(500), &busy);
+  EXPECT_FALSE(busy);
 }
 
 }  // namespace

@@ -133,7 +133,8 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   void CancelRestTimers();
   // A reply for `key` showed its store's index reaching `max_offset`: its siblings
   // resting since before that fetch now (StoreWatch).
-  void WakeSiblings(const std::string& key, const std::optional<int64_t>& max_offset);
+  // Returns whether the store is written to steadily (StoreWatch::Reached's `busy`).
+  bool WakeSiblings(const std::string& key, const std::optional<int64_t>& max_offset);
   void OnFetchReply(const consumer::RmtDataCacheCsm::Selection& selection, bool escaped,
                     const Status& transport, codec::RpcReply&& reply);
   // Settles a batch no message of which reaches the application, from the I/O thread.
@@ -200,8 +201,8 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   std::map<std::string, flowctrl::PartitionPacer> pacers_;
   std::map<std::string, int> transport_failures_;  // consecutive, per partition
   std::set<std::string> ridden_commits_;  // partitions whose next fetch carries a commit
-  // The timer of each partition's rest on the I/O thread (RefetchAfterRest), until it
-  // runs or is replaced by the partition's next rest.
+  // The timer of each partition's long rest on the I/O thread (RefetchAfterRest), until
+  // it runs or is replaced by the partition's next long rest.
   std::map<std::string, std::shared_ptr<asio::steady_timer>> rest_timers_;
   AtomicCounters counters_;
 

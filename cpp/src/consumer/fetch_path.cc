@@ -247,7 +247,8 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
     return;
   }
 
-  WakeSiblings(key, fetched.max_offset);  // first: their fetches leave before this batch parks
+  // First: the siblings' fetches leave before this batch parks.
+  const bool store_busy = WakeSiblings(key, fetched.max_offset);
   cache_.UpdateOffsets(key, {fetched.curr_offset.value_or(-1), fetched.max_offset.value_or(-1)});
   TakeRiddenCommit(key);  // this reply's offsets include it
   if (fetched.corrupt > 0) {
@@ -266,7 +267,7 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
   const int64_t bytes = fetched.payload_bytes;
   outcome.batch_bytes = bytes;
   outcome.messages = static_cast<int64_t>(batch.messages.size());
-  outcome.caught_up = ReadToIndexEnd(fetched, store_watch_.Busy(key));
+  outcome.caught_up = ReadToIndexEnd(fetched, store_busy);
   if (batch.messages.empty() && fetched.corrupt == 0 && outcome.caught_up) {
     // Only other partitions' entries (or messages the local filters dropped) up to the
     // end of the index: paced as an empty fetch, with 404's delay.
@@ -314,24 +315,29 @@ void Consumer::Impl::FetchAgain(const std::string& key, uint64_t token) {
 void Consumer::Impl::RefetchAfterRest(const std::string& key, uint64_t token,
                                       std::chrono::microseconds rest) {
   // A sibling's reply may end the rest first (WakeSiblings); the timer then finds it over.
-  const uint64_t rest_id = store_watch_.Rest(key, token, /*long_rest=*/rest > kLongestShortRest);
+  const bool long_rest = rest > kLongestShortRest;
+  const uint64_t rest_id = store_watch_.Rest(key, token, long_rest);
   auto timer = std::make_shared<asio::steady_timer>(
       engine_->io(), flowctrl::RestEnd(Clock::now(), rest));
-  std::shared_ptr<asio::steady_timer> replaced;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // Closing (CancelRestTimers ran or is about to): no new rest, and no fetch after it;
-    // the partition is handed back at its broker with the others.
-    if (session_.closing()) return;
-    replaced = std::exchange(rest_timers_[key], timer);
+  if (long_rest) {
+    // Kept, so that close cancels it (a short one is over soon enough; keeping every
+    // one cost a point of a core at 1 000 msg/s, ten fetches a message).
+    std::shared_ptr<asio::steady_timer> replaced;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Closing (CancelRestTimers ran or is about to): no new rest, and no fetch after
+      // it; the partition is handed back at its broker with the others.
+      if (session_.closing()) return;
+      replaced = std::exchange(rest_timers_[key], timer);
+    }
+    // The partition's earlier long rest is over (a sibling ended it): its timer stops.
+    if (replaced) CancelRestTimer(std::move(replaced));
   }
-  // The partition's earlier rest is over (a sibling ended it): its timer need not run on.
-  if (replaced) CancelRestTimer(std::move(replaced));
   std::weak_ptr<Impl> weak = shared_from_this();
-  timer->async_wait([timer, weak, key, token, rest_id](const asio::error_code& error) {
+  timer->async_wait([timer, weak, key, token, rest_id, long_rest](const asio::error_code& error) {
     const auto self = weak.lock();
     if (!self) return;
-    {
+    if (long_rest) {
       std::lock_guard<std::mutex> lock(self->mutex_);
       const auto entry = self->rest_timers_.find(key);
       if (entry != self->rest_timers_.end() && entry->second == timer) {
@@ -356,13 +362,16 @@ void Consumer::Impl::CancelRestTimers() {
   for (auto& [key, timer] : timers) CancelRestTimer(std::move(timer));
 }
 
-void Consumer::Impl::WakeSiblings(const std::string& key,
+bool Consumer::Impl::WakeSiblings(const std::string& key,
                                   const std::optional<int64_t>& max_offset) {
-  if (!max_offset) return;  // 404 replies carry no offsets on 2.4.0
-  for (const auto& [sibling, token] : store_watch_.Reached(key, *max_offset)) {
+  if (!max_offset) return false;  // 404 replies carry no offsets on 2.4.0
+  bool busy = false;
+  for (const auto& [sibling, token] :
+       store_watch_.Reached(key, *max_offset, Clock::now(), &busy)) {
     Count(counters_.rests_cut_short);
     FetchAgain(sibling, token);
   }
+  return busy;
 }
 
 pb::CommitOffsetRequestC2B Consumer::Impl::CommitRequest(const meta::Partition& partition,

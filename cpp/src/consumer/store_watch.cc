@@ -36,15 +36,22 @@ bool StoreWatch::Expire(const std::string& key, uint64_t rest_id) {
 }
 
 std::vector<StoreWatch::Wake> StoreWatch::Reached(const std::string& key, int64_t max_offset,
-                                                  Clock::time_point now) {
+                                                  Clock::time_point now, bool* busy) {
   std::vector<Wake> woken;
   std::lock_guard<std::mutex> lock(mutex_);
   Store& store = stores_[StoreOf(key)];
-  if (max_offset <= store.end) return woken;  // nothing new since the last reply showed
+  const bool grew = max_offset > store.end;
   const bool after_quiet = !store.grew_at || now - *store.grew_at >= kQuietStore;
-  store.end = max_offset;
-  if (after_quiet) store.growing_since = now;
-  store.grew_at = now;
+  if (grew) {
+    store.end = max_offset;
+    if (after_quiet) store.growing_since = now;
+    store.grew_at = now;
+  }
+  if (busy != nullptr) {
+    *busy = store.grew_at && now - *store.grew_at < kQuietStore &&
+            now - store.growing_since >= kSteadyWrites;
+  }
+  if (!grew) return woken;  // nothing new since the last reply showed
   for (auto it = store.resting.begin(); it != store.resting.end();) {
     if (it->first != key && it->second.end_seen < max_offset &&
         (after_quiet || !it->second.long_rest)) {
@@ -55,15 +62,6 @@ std::vector<StoreWatch::Wake> StoreWatch::Reached(const std::string& key, int64_
     }
   }
   return woken;
-}
-
-bool StoreWatch::Busy(const std::string& key, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto found = stores_.find(StoreOf(key));
-  if (found == stores_.end()) return false;
-  const Store& store = found->second;
-  return store.grew_at && now - *store.grew_at < kQuietStore &&
-         now - store.growing_since >= kSteadyWrites;
 }
 
 }  // namespace tubemq::consumer

@@ -50,16 +50,16 @@ class StoreWatch {
   // resting siblings whose rest began when the index ended before that, each to fetch
   // now (their rests end here); long rests only when the store had shown no growth for
   // kQuietStore. Called with no lock of the caller's held: the caller fetches them.
-  std::vector<Wake> Reached(const std::string& key, int64_t max_offset,
-                            Clock::time_point now = Clock::now());
-
-  // Whether the store of `key` is being written to steadily: it has grown with no quiet
-  // spell for at least kSteadyWrites, the last time within kQuietStore. At a busy store
-  // a read that stops a few entries short of the index's end is the usual answer at
-  // the end, a few entries behind the writes; after a quiet spell (a burst of writes
-  // into a quiet topic) the entries left are there to read, perhaps the partition's own.
+  //
+  // `busy`, when given, is set to whether the store is being written to steadily: it
+  // has grown with no quiet spell for at least kSteadyWrites, the last time within
+  // kQuietStore. At a busy store a read that stops a few entries short of the index's
+  // end is the usual answer at the end, a few entries behind the writes; after a quiet
+  // spell (a burst of writes into a quiet topic) the entries left are there to read,
+  // perhaps the partition's own.
   static constexpr std::chrono::milliseconds kSteadyWrites{20};
-  bool Busy(const std::string& key, Clock::time_point now = Clock::now());
+  std::vector<Wake> Reached(const std::string& key, int64_t max_offset,
+                            Clock::time_point now = Clock::now(), bool* busy = nullptr);
 
  private:
   struct Resting {
