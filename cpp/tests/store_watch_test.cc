@@ -1,6 +1,6 @@
 // StoreWatch (consumer/store_watch.h): a short rest after "nothing new" ends early once
-// a reply for another partition of the same store shows the store's index grew; a long
-// one only when that growth ends a quiet spell of the store.
+// a reply for another partition of the same store shows the store's index grew; the
+// replies also tell whether the store is written to steadily.
 #include "consumer/store_watch.h"
 
 #include <gtest/gtest.h>
@@ -60,31 +60,6 @@ TEST(StoreWatch, ARestBegunBeforeAnyOffsetWasKnownEndsAtTheFirstOne) {
   StoreWatch watch;
   watch.Rest("1:t:1", 9);
   EXPECT_EQ(watch.Reached("1:t:0", 0), (Wakes{{"1:t:1", 9}}));
-}
-
-TEST(StoreWatch, ALongRestBesideABusySiblingGoesOnButEndsWhenAQuietStoreGrows) {
-  using std::chrono::milliseconds;
-  StoreWatch watch;
-  const StoreWatch::Clock::time_point start{};
-  watch.Reached("1:t:0", 28, start);
-  watch.Rest("1:t:1", 1, /*long_rest=*/true);
-  watch.Rest("1:t:2", 2);  // short
-  // The busy sibling's entries come every few milliseconds: only the short rest ends.
-  EXPECT_EQ(watch.Reached("1:t:0", 56, start + milliseconds(4)), (Wakes{{"1:t:2", 2}}));
-  EXPECT_EQ(watch.Reached("1:t:0", 84, start + milliseconds(8)), Wakes{});
-  // Quiet for a while, then new entries: the long rest ends too, once.
-  const auto later = start + milliseconds(8) + StoreWatch::kQuietStore;
-  EXPECT_EQ(watch.Reached("1:t:0", 112, later), (Wakes{{"1:t:1", 1}}));
-  EXPECT_EQ(watch.Reached("1:t:0", 140, later + StoreWatch::kQuietStore), Wakes{});
-}
-
-TEST(StoreWatch, TheFirstGrowthAStoreShowsEndsLongRestsToo) {
-  // A consumer that joined an idle topic has seen no offsets (404 replies carry none):
-  // the first reply that shows any is new data after a quiet spell.
-  StoreWatch watch;
-  watch.Rest("1:t:1", 3, /*long_rest=*/true);
-  watch.Rest("1:t:2", 4, /*long_rest=*/true);
-  EXPECT_EQ(watch.Reached("1:t:0", 28), (Wakes{{"1:t:1", 3}, {"1:t:2", 4}}));
 }
 
 TEST(StoreWatch, AStoreIsBusyOnceItHasGrownSteadilyAndUntilItIsQuiet) {

@@ -305,65 +305,6 @@ def test_a_sibling_that_finds_the_store_grown_ends_the_short_rests_and_nothing_i
     assert cut_short > 0
 
 
-def test_after_an_idle_spell_the_first_sibling_with_data_ends_the_others_long_rests(
-    master, fetch_log
-):
-    # Idle, each partition backs off to msg_not_found_wait_ms. When data comes to all of
-    # them at once, the first reply that shows the shared store grown ends the siblings'
-    # long rests too (behaviour.md §3.8.1): every partition's message arrives with the
-    # first one, not after that partition's own rest (up to 2 s here). One partition is
-    # paused for a while, so that its rests no longer end together with the others':
-    # resumed a second after another's fetch, it is fetched then, and rests from there.
-    with (
-        tubemq.Consumer(
-            master=master, group=unique("g"), topics=[CONFIRM_TOPIC], consume_from="latest",
-            msg_not_found_wait_ms=2000, **FAST,
-        ) as consumer,
-        tubemq.Producer(master=master) as producer,
-    ):  # fmt: skip
-        producer.publish(CONFIRM_TOPIC)
-        joined(consumer)
-        keys = [partition.key for partition in producer.partitions(CONFIRM_TOPIC)]
-        assert len(keys) == 4
-        marker = unique("idle").encode()
-
-        def receive(count: int) -> dict[bytes, float]:
-            arrivals: dict[bytes, float] = {}
-            deadline = time.monotonic() + 10
-            while len(arrivals) < count and time.monotonic() < deadline:
-                message = consumer.poll(0.2)
-                if message is not None and bytes(message).startswith(marker):
-                    arrivals[bytes(message)] = time.monotonic()
-                    consumer.commit(message)
-            return arrivals
-
-        def idle(seconds: float) -> None:  # the back-off reaches 2 s rests within ~4 s
-            until = time.monotonic() + seconds
-            while time.monotonic() < until:
-                assert consumer.poll(0.2) is None
-
-        idle(5)
-        consumer.pause([keys[0]])
-        paused = time.time()
-        while True:  # the others' next fetch, as the log has it
-            idle(0.2)
-            fetch_log.settle()
-            later = [at for at, _ in fetch_log.per_partition().get(keys[1], []) if at > paused]
-            if later:
-                break
-        time.sleep(max(0.0, later[0] + 1.0 - time.time()))
-        consumer.resume([keys[0]])
-        idle(5)
-        before = consumer.metrics()["rests_cut_short"]
-        for key in keys:
-            producer.send(CONFIRM_TOPIC, marker + key.encode(), partition=key)
-        arrivals = receive(4)
-        cut_short = consumer.metrics()["rests_cut_short"] - before
-    assert sorted(arrivals) == sorted(marker + key.encode() for key in keys)
-    spread = max(arrivals.values()) - min(arrivals.values())
-    assert cut_short >= 1 and spread < 0.2, (spread, cut_short)
-
-
 def test_a_member_without_partitions_waits_out_the_poll_timeout_without_spinning(master, fetch_log):
     # Scenario 20: five members share four partitions, so one of them holds none.
     group = unique("g")

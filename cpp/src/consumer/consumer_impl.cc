@@ -222,10 +222,7 @@ std::shared_ptr<net::ClientConnection> Consumer::Impl::BrokerConnection(
   return broker_connections_.Get(partition.broker.endpoint);
 }
 
-void Consumer::Impl::StopSchedules() {
-  sweep_timer_->Cancel();
-  CancelRestTimers();
-}
+void Consumer::Impl::StopSchedules() { sweep_timer_->Cancel(); }
 
 void Consumer::Impl::LeaveUnregistered() { cache_.Close(); }
 

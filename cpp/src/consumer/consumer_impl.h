@@ -6,7 +6,6 @@
 // State is guarded by mutex_, never held while calling out.
 #pragma once
 
-#include <asio/steady_timer.hpp>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -127,10 +126,6 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
                         std::chrono::microseconds rest);
   // Ends a rest in use: the partition's next fetch, unless the cache says otherwise.
   void FetchAgain(const std::string& key, uint64_t token);
-  // Stops a rest's timer early (its handler then runs at once, and fetches nothing);
-  // CancelRestTimers() stops every pending one, at close.
-  void CancelRestTimer(std::shared_ptr<asio::steady_timer> timer);
-  void CancelRestTimers();
   // A reply for `key` showed its store's index reaching `max_offset`: its siblings
   // resting since before that fetch now (StoreWatch).
   // Returns whether the store is written to steadily (StoreWatch::Reached's `busy`).
@@ -186,7 +181,7 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   net::ConnectionTracker broker_connections_;
   std::shared_ptr<service::PeriodicTimer> sweep_timer_;
   consumer::RmtDataCacheCsm cache_;
-  consumer::StoreWatch store_watch_;  // rests that a sibling's reply may end
+  consumer::StoreWatch store_watch_;  // short rests that a sibling's reply may end
   flowctrl::FlowCtrlRuleHandler flow_rules_;
 
   mutable std::mutex mutex_;
@@ -201,9 +196,6 @@ class Consumer::Impl : public std::enable_shared_from_this<Impl>,
   std::map<std::string, flowctrl::PartitionPacer> pacers_;
   std::map<std::string, int> transport_failures_;  // consecutive, per partition
   std::set<std::string> ridden_commits_;  // partitions whose next fetch carries a commit
-  // The timer of each partition's long rest on the I/O thread (RefetchAfterRest), until
-  // it runs or is replaced by the partition's next long rest.
-  std::map<std::string, std::shared_ptr<asio::steady_timer>> rest_timers_;
   AtomicCounters counters_;
 
   // Made last: a membership works on everything above.

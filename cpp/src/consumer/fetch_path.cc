@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <asio/steady_timer.hpp>
 #include <future>
-#include <utility>
 
 #include "BrokerService.pb.h"
 #include "consumer/consumer_impl.h"
@@ -54,20 +53,13 @@ int32_t DelayForCode(int32_t code, int32_t min_limit_ms, int64_t not_found_wait_
 // pace, PacedEmptyWait.)
 constexpr int64_t kQuietBeforeOffsetsCheckMs = 30;
 
-// The rests after an empty fetch that the I/O thread waits out itself before fetching
-// again (RefetchAfterRest): every step of the back-off, up to msg_not_found_wait_ms.
-// Through a poller, each such fetch cost a wake-up of the polling thread and a hand-over
-// back to the I/O thread, about 65 us of CPU, which at the 1-8 ms rests of an empty
-// streak's start (and a trickle of data) was most of the consumer's CPU. Until
-// 2026-12-08 rests over 50 ms went through the pollers, out of a sibling's reach
-// (StoreWatch): when a quiet topic got data again, each partition waited out its own
-// back-off, up to 400 ms, after a sibling's reply had shown new entries. Their timers
-// are cancelled at close, so a pending rest never delays it. Longer rests (a frequency
-// rule's) still go through the pollers.
-//
-// The longest rest a busy sibling's reply ends (StoreWatch::Rest's `long_rest`): past
-// this, only a growth after a quiet spell of the store does.
-constexpr std::chrono::milliseconds kLongestShortRest{50};
+// The longest rest after an empty fetch that the I/O thread waits out itself before
+// fetching again (RefetchAfterRest). Through a poller, each such fetch cost a wake-up of
+// the polling thread and a hand-over back to the I/O thread, about 65 us of CPU, which at
+// the 1-8 ms rests of an empty streak's start (and a trickle of data) was most of the
+// consumer's CPU. Longer rests are rare enough to go through the poller, and a client
+// closed meanwhile never waits long for a pending rest.
+constexpr std::chrono::milliseconds kLongestRestOnIoThread{50};
 
 // The partitions of a topic on one broker share a store (one data file and one index,
 // unless the topic has several stores), and a fetch reads the index from the group's
@@ -77,12 +69,13 @@ constexpr std::chrono::milliseconds kLongestShortRest{50};
 // partition whose neighbours are busy was fetched once for every message written to
 // any of them (at 1 000 msg/s over 4 partitions, three in four fetches brought nothing).
 // "At the end": at the store's last offset, or, while the store is busy (StoreWatch::
-// Busy), within this many bytes of it. A broker answers such a read with what its index
-// shows so far, a few entries (of 28 bytes) short of the last offset while writes go on;
-// a partition that must skip a backlog of its neighbours' entries is much further back,
-// and is fetched again at once. At a quiet store the entries left are there to read:
-// counted as the end, a partition whose own message lay one entry behind a sibling's
-// rested a quarter of its quiet time (up to msg_not_found_wait_ms) before reading it.
+// Reached's `busy`), within this many bytes of it. A broker answers such a read with
+// what its index shows so far, a few entries (of 28 bytes) short of the last offset
+// while writes go on; a partition that must skip a backlog of its neighbours' entries
+// is much further back, and is fetched again at once. At a quiet store the entries left
+// are there to read: counted as the end, a partition whose own message lay one entry
+// behind a sibling's rested a quarter of its quiet time (up to msg_not_found_wait_ms)
+// before reading it.
 constexpr int64_t kNearIndexEndBytes = 64 * 28;
 
 bool ReadToIndexEnd(const consumer::FetchReply& fetched, bool store_busy) {
@@ -292,9 +285,7 @@ void Consumer::Impl::OnFetchReply(const consumer::RmtDataCacheCsm::Selection& se
 
 void Consumer::Impl::RestAfterNothing(const std::string& key, uint64_t token,
                                       std::chrono::microseconds rest) {
-  const std::chrono::microseconds longest_on_io_thread = std::max<std::chrono::microseconds>(
-      kLongestShortRest, std::chrono::milliseconds(options_.msg_not_found_wait_ms));
-  if (rest > longest_on_io_thread || !cache_.RestInUse(key, token)) {
+  if (rest > kLongestRestOnIoThread || !cache_.RestInUse(key, token)) {
     cache_.Release(key, token, /*last_pack_consumed=*/true, rest);
   } else if (rest.count() == 0) {
     // No timer for no rest: at 1 000 msg/s over 4 partitions, a zero-length timer per
@@ -315,51 +306,14 @@ void Consumer::Impl::FetchAgain(const std::string& key, uint64_t token) {
 void Consumer::Impl::RefetchAfterRest(const std::string& key, uint64_t token,
                                       std::chrono::microseconds rest) {
   // A sibling's reply may end the rest first (WakeSiblings); the timer then finds it over.
-  const bool long_rest = rest > kLongestShortRest;
-  const uint64_t rest_id = store_watch_.Rest(key, token, long_rest);
+  const uint64_t rest_id = store_watch_.Rest(key, token);
   auto timer = std::make_shared<asio::steady_timer>(
       engine_->io(), flowctrl::RestEnd(Clock::now(), rest));
-  if (long_rest) {
-    // Kept, so that close cancels it (a short one is over soon enough; keeping every
-    // one cost a point of a core at 1 000 msg/s, ten fetches a message).
-    std::shared_ptr<asio::steady_timer> replaced;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      // Closing (CancelRestTimers ran or is about to): no new rest, and no fetch after
-      // it; the partition is handed back at its broker with the others.
-      if (session_.closing()) return;
-      replaced = std::exchange(rest_timers_[key], timer);
-    }
-    // The partition's earlier long rest is over (a sibling ended it): its timer stops.
-    if (replaced) CancelRestTimer(std::move(replaced));
-  }
   std::weak_ptr<Impl> weak = shared_from_this();
-  timer->async_wait([timer, weak, key, token, rest_id, long_rest](const asio::error_code& error) {
+  timer->async_wait([timer, weak, key, token, rest_id](const asio::error_code&) {
     const auto self = weak.lock();
-    if (!self) return;
-    if (long_rest) {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      const auto entry = self->rest_timers_.find(key);
-      if (entry != self->rest_timers_.end() && entry->second == timer) {
-        self->rest_timers_.erase(entry);
-      }
-    }
-    if (!error && self->store_watch_.Expire(key, rest_id)) self->FetchAgain(key, token);
+    if (self && self->store_watch_.Expire(key, rest_id)) self->FetchAgain(key, token);
   });
-}
-
-void Consumer::Impl::CancelRestTimer(std::shared_ptr<asio::steady_timer> timer) {
-  // On the timer's own executor: a timer is not to be used from two threads at once.
-  asio::post(timer->get_executor(), [timer] { timer->cancel(); });
-}
-
-void Consumer::Impl::CancelRestTimers() {
-  std::map<std::string, std::shared_ptr<asio::steady_timer>> timers;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    timers.swap(rest_timers_);
-  }
-  for (auto& [key, timer] : timers) CancelRestTimer(std::move(timer));
 }
 
 bool Consumer::Impl::WakeSiblings(const std::string& key,

@@ -17,11 +17,11 @@ std::string StoreWatch::StoreOf(const std::string& key) {
   return key.substr(0, colon) + "#" + std::to_string(id / kPartitionsPerStoreBase);
 }
 
-uint64_t StoreWatch::Rest(const std::string& key, uint64_t token, bool long_rest) {
+uint64_t StoreWatch::Rest(const std::string& key, uint64_t token) {
   std::lock_guard<std::mutex> lock(mutex_);
   Store& store = stores_[StoreOf(key)];
   const uint64_t id = ++next_id_;
-  store.resting[key] = Resting{token, id, store.end, long_rest};
+  store.resting[key] = Resting{token, id, store.end};
   return id;
 }
 
@@ -53,8 +53,7 @@ std::vector<StoreWatch::Wake> StoreWatch::Reached(const std::string& key, int64_
   }
   if (!grew) return woken;  // nothing new since the last reply showed
   for (auto it = store.resting.begin(); it != store.resting.end();) {
-    if (it->first != key && it->second.end_seen < max_offset &&
-        (after_quiet || !it->second.long_rest)) {
+    if (it->first != key && it->second.end_seen < max_offset) {
       woken.emplace_back(it->first, it->second.token);
       it = store.resting.erase(it);
     } else {

@@ -8,11 +8,8 @@
 // the store for each other, and a message waits for the soonest of them rather than for
 // its own partition's next fetch.
 //
-// Long rests (an empty streak's back-off towards msg_not_found_wait_ms) end so only when
-// the growth ends a quiet spell of the store. A partition idle beside a busy sibling
-// would otherwise be fetched once per message the sibling received; but when a quiet
-// topic gets data again, each partition waited out its own back-off (up to 400 ms by
-// default) while a sibling's reply had already shown new entries, perhaps its own.
+// The replies also tell whether the store is being written to steadily (Reached's
+// `busy`), which decides what a read that stops short of the index's end means.
 #pragma once
 
 #include <chrono>
@@ -34,13 +31,12 @@ class StoreWatch {
 
   using Clock = std::chrono::steady_clock;
 
-  // How long a store must have shown no growth for its next growth to end long rests.
+  // How long a store must have shown no growth to count as quiet again.
   static constexpr std::chrono::milliseconds kQuietStore{100};
 
-  // The partition `key` (used under `token`) starts a rest, `long_rest` for one of the
-  // back-off's long steps; the id names this rest for Expire(). A rest begun again
-  // replaces the partition's earlier one.
-  uint64_t Rest(const std::string& key, uint64_t token, bool long_rest = false);
+  // The partition `key` (used under `token`) starts a short rest; the id names this rest
+  // for Expire(). A rest begun again replaces the partition's earlier one.
+  uint64_t Rest(const std::string& key, uint64_t token);
 
   // The rest's own timer ran out: true when the rest is still on (no sibling's reply
   // ended it), and it ends now. False: the partition was woken already.
@@ -48,8 +44,8 @@ class StoreWatch {
 
   // A reply for `key` at `now` says the index of its store reaches `max_offset`: the
   // resting siblings whose rest began when the index ended before that, each to fetch
-  // now (their rests end here); long rests only when the store had shown no growth for
-  // kQuietStore. Called with no lock of the caller's held: the caller fetches them.
+  // now (their rests end here). Called with no lock of the caller's held: the caller
+  // fetches them.
   //
   // `busy`, when given, is set to whether the store is being written to steadily: it
   // has grown with no quiet spell for at least kSteadyWrites, the last time within
@@ -66,7 +62,6 @@ class StoreWatch {
     uint64_t token = 0;
     uint64_t id = 0;
     int64_t end_seen = -1;  // the store's end as known when the rest began; -1 unknown
-    bool long_rest = false;
   };
   struct Store {
     int64_t end = -1;  // the furthest end any reply showed
