@@ -305,6 +305,41 @@ def test_a_sibling_that_finds_the_store_grown_ends_the_short_rests_and_nothing_i
     assert cut_short > 0
 
 
+def test_after_an_idle_spell_a_read_that_stops_short_of_the_end_reads_on(master):
+    # Idle, the partitions back off together to msg_not_found_wait_ms. Then one message
+    # to each: a partition whose read meets a sibling's entry first stops a few entries
+    # short of the store's end. At a store that was quiet those entries are there to
+    # read (behaviour.md §3.8.1, "A 200 that brings nothing"): it reads on at once, and
+    # every message arrives together instead of a quarter of the quiet time (2 s) later.
+    with (
+        tubemq.Consumer(
+            master=master, group=unique("g"), topics=[CONFIRM_TOPIC], consume_from="latest",
+            msg_not_found_wait_ms=2000, **FAST,
+        ) as consumer,
+        tubemq.Producer(master=master) as producer,
+    ):  # fmt: skip
+        producer.publish(CONFIRM_TOPIC)
+        joined(consumer)
+        keys = [partition.key for partition in producer.partitions(CONFIRM_TOPIC)]
+        assert len(keys) == 4
+        until = time.monotonic() + 8  # the back-off reaches 2 s rests within ~4 s
+        while time.monotonic() < until:
+            assert consumer.poll(0.2) is None
+        marker = unique("quiet").encode()
+        for key in keys:
+            producer.send(CONFIRM_TOPIC, marker + key.encode(), partition=key)
+        arrivals: dict[bytes, float] = {}
+        deadline = time.monotonic() + 10
+        while len(arrivals) < 4 and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and bytes(message).startswith(marker):
+                arrivals[bytes(message)] = time.monotonic()
+                consumer.commit(message)
+    assert sorted(arrivals) == sorted(marker + key.encode() for key in keys)
+    spread = max(arrivals.values()) - min(arrivals.values())
+    assert spread < 0.5, spread
+
+
 def test_a_member_without_partitions_waits_out_the_poll_timeout_without_spinning(master, fetch_log):
     # Scenario 20: five members share four partitions, so one of them holds none.
     group = unique("g")
