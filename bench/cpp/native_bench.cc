@@ -351,9 +351,10 @@ Result Latency(const Args& args, ProducerSession& session) {
   result.latencies_ms.reserve(count);
   const auto give_up = started + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(args.seconds + 30));
-  const int64_t settled_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>((started + kLatencySettle).time_since_epoch())
-          .count();
+  // The send stamps are MonotonicNs(): the steady clock's nanoseconds since its epoch.
+  const int64_t settled_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 (started + kLatencySettle).time_since_epoch())
+                                 .count();
   while (result.count < count && Clock::now() < give_up) {
     batch = tubemq::ReceivedBatch();
     tubemq::Status status = consumer->Poll(std::chrono::milliseconds(100), batch);
@@ -376,7 +377,9 @@ Result Latency(const Args& args, ProducerSession& session) {
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
   result.cpu_s = CpuSeconds() - cpu_before;
   if (send_failed) throw WindowError{"sends failed"};
-  if (result.latencies_ms.empty()) throw WindowError{"no message arrived after the first second"};
+  if (result.latencies_ms.empty()) {
+    throw WindowError{"no message arrived after the first second"};
+  }
   return result;
 }
 
